@@ -1,0 +1,3 @@
+from echo_sim.cli import main
+
+raise SystemExit(main())

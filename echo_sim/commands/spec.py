@@ -1,0 +1,50 @@
+"""Declarative command specs: what each CLI command takes, without touching argv."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Arg", "Command", "Result", "arg"]
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One option: its flags and the keyword arguments ``add_argument`` takes."""
+
+    flags: tuple[str, ...]
+    kwargs: dict[str, Any]
+
+
+def arg(*flags: str, **kwargs: Any) -> Arg:
+    """``arg("--sort", choices=[...], default="total", help="...")``; ``help`` is required."""
+    if "help" not in kwargs:
+        raise TypeError(f"option {flags} needs a help text")
+    return Arg(tuple(flags), kwargs)
+
+
+@dataclass
+class Result:
+    """What a command returns: ``text`` for the terminal, ``data`` for ``--json``."""
+
+    text: str
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Command:
+    """A CLI command.
+
+    ``paths``: how many trace paths it takes as positionals (0, 1, or 2 for compare).
+    ``run`` receives the parsed options (attributes named after the long flags, plus
+    ``paths`` as a list of str) and returns a :class:`Result`.
+    """
+
+    name: str
+    help: str  # one line, for the command list
+    description: str  # the full --help text
+    run: Callable[[Any], Result]
+    args: tuple[Arg, ...] = ()
+    paths: int = 1
+    epilog: str = ""

@@ -1,0 +1,406 @@
+"""Columnar, interned model of a multi-rank training trace.
+
+Every loader (echo_trace directories, ByteProfile/dPRO, Kineto) produces a :class:`Trace`;
+every analysis, the replayer and the simulator read one. Nothing downstream knows which
+format a trace came from.
+
+Events are held as parallel numpy arrays (one row per event, sorted by rank then start
+time), with names interned to integers: a 1,000,000-event, 64-rank trace costs about
+100 bytes per event instead of a Python dict each.
+
+Units: times are microseconds (``*_us``) on a clock aligned across ranks; sizes are bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "CAT_NAMES",
+    "COLLECTIVES",
+    "Cat",
+    "Counters",
+    "Events",
+    "RankInfo",
+    "Trace",
+    "TraceBuilder",
+]
+
+
+class Cat(IntEnum):
+    """Event category; the prefix of the event name in the trace contract."""
+
+    FW = 0
+    BW = 1
+    COMM = 2
+    UPDATE = 3
+    STEP = 4
+    OTHER = 5
+
+
+CAT_NAMES: tuple[str, ...] = ("FW", "BW", "Comm", "UPDATE", "STEP", "OTHER")
+"""Display name per :class:`Cat` value (index = value)."""
+
+COLLECTIVES: tuple[str, ...] = (
+    "all_reduce",
+    "all_gather",
+    "reduce_scatter",
+    "broadcast",
+    "reduce",
+    "all_to_all",
+    "gather",
+    "scatter",
+    "barrier",
+    "send",
+    "recv",
+)
+"""Collective type names; ``Events.coll`` holds an index into this tuple (-1: not a Comm)."""
+
+_COLL_INDEX = {c: i for i, c in enumerate(COLLECTIVES)}
+
+# Column name -> numpy dtype, and the value a row gets when the loader gives none.
+_COLUMNS: dict[str, tuple[type, Any]] = {
+    "rank": (np.int32, 0),
+    "step": (np.int32, -1),  # captured step the event belongs to, -1 when outside any step
+    "cat": (np.int8, int(Cat.OTHER)),
+    "name": (np.int32, 0),  # index into Trace.names
+    "tid": (np.int32, 0),  # track within the rank (0 compute, 1 steps, >=100 comm lanes)
+    "ts_us": (np.float64, 0.0),
+    "dur_us": (np.float64, 0.0),
+    "occ": (np.int32, 0),  # occurrence of this name within (rank, step)
+    "coll": (np.int16, -1),  # index into COLLECTIVES, -1 for non-Comm
+    "nbytes": (np.int64, 0),  # Comm: whole-buffer bytes (nccl-tests convention)
+    "group": (np.int32, -1),  # index into Trace.groups, -1 unknown
+    "seq": (np.int64, -1),  # Comm: per-group (or per src->dst pair) sequence number
+    "peer": (np.int32, -1),  # send/recv: the other global rank
+    "kind": (np.int32, -1),  # index into Trace.kinds (module class name), -1 unknown
+    "param_bytes": (np.int64, 0),
+    "in_bytes": (np.int64, 0),
+    "out_bytes": (np.int64, 0),
+    "flops": (np.float64, 0.0),
+}
+
+
+@dataclass
+class Events:
+    """Parallel arrays, one row per event; see ``_COLUMNS`` for the meaning of each."""
+
+    rank: np.ndarray
+    step: np.ndarray
+    cat: np.ndarray
+    name: np.ndarray
+    tid: np.ndarray
+    ts_us: np.ndarray
+    dur_us: np.ndarray
+    occ: np.ndarray
+    coll: np.ndarray
+    nbytes: np.ndarray
+    group: np.ndarray
+    seq: np.ndarray
+    peer: np.ndarray
+    kind: np.ndarray
+    param_bytes: np.ndarray
+    in_bytes: np.ndarray
+    out_bytes: np.ndarray
+    flops: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.ts_us.shape[0])
+
+    @property
+    def end_us(self) -> np.ndarray:
+        """End time of every event (``ts_us + dur_us``)."""
+        return self.ts_us + self.dur_us
+
+    def take(self, index: np.ndarray) -> Events:
+        """Rows selected by a boolean mask or an index array, as a new table."""
+        return Events(**{c: getattr(self, c)[index] for c in _COLUMNS})
+
+    @classmethod
+    def empty(cls) -> Events:
+        return cls(**{c: np.zeros(0, dtype=dt) for c, (dt, _) in _COLUMNS.items()})
+
+    @classmethod
+    def concat(cls, parts: Sequence[Events]) -> Events:
+        if not parts:
+            return cls.empty()
+        return cls(**{c: np.concatenate([getattr(p, c) for p in parts]) for c in _COLUMNS})
+
+
+@dataclass
+class Counters:
+    """Counter samples (memory): one row per (sample, series)."""
+
+    rank: np.ndarray
+    ts_us: np.ndarray
+    series: np.ndarray  # index into Trace.counter_names
+    value: np.ndarray  # float64
+
+    def __len__(self) -> int:
+        return int(self.ts_us.shape[0])
+
+    @classmethod
+    def empty(cls) -> Counters:
+        return cls(
+            np.zeros(0, np.int32), np.zeros(0, np.float64), np.zeros(0, np.int32),
+            np.zeros(0, np.float64),
+        )
+
+
+@dataclass
+class RankInfo:
+    """What a loader knows of one process (from ``meta.json`` or the foreign format)."""
+
+    rank: int
+    world_size: int = 1
+    local_rank: int = 0
+    node_rank: int = 0
+    host: str = ""
+    device: str = "cpu"
+    backend: str = ""
+    clock_offset_us: float = 0.0
+    source: str = ""  # the file or directory this rank was read from
+    meta: dict[str, Any] = field(default_factory=dict)  # the full meta.json, or {}
+
+
+@dataclass
+class Trace:
+    """A multi-rank trace: events, ranks, steps, and where it came from.
+
+    ``events`` are sorted by (rank, ts_us). ``steps`` lists the steps every rank captured.
+    ``dags`` holds the per-rank ``dag.gml`` graphs a loader found (may be empty: the
+    dependency rules in :mod:`echo_sim.graph` rebuild them from the events).
+    ``comm_args`` keeps the free-form args of Comm events (DDP bucket parameter names),
+    keyed by event row.
+    """
+
+    events: Events
+    names: list[str]
+    ranks: dict[int, RankInfo]
+    steps: list[int]
+    groups: list[tuple[int, ...]] = field(default_factory=list)
+    kinds: list[str] = field(default_factory=list)
+    counters: Counters = field(default_factory=Counters.empty)
+    counter_names: list[str] = field(default_factory=list)
+    dags: dict[int, Any] = field(default_factory=dict)  # rank -> networkx.DiGraph
+    comm_args: dict[int, dict[str, Any]] = field(default_factory=dict)
+    source_format: str = "echo"
+    source: str = ""
+
+    # ----------------------------------------------------------------- lookups
+    @property
+    def world_size(self) -> int:
+        return max((r.world_size for r in self.ranks.values()), default=len(self.ranks))
+
+    def name_of(self, row: int) -> str:
+        return self.names[int(self.events.name[row])]
+
+    def name_id(self, name: str) -> int:
+        """Interned id of ``name``; -1 when the trace has no such name."""
+        try:
+            return self.names.index(name)
+        except ValueError:
+            return -1
+
+    def rank_rows(self, rank: int) -> np.ndarray:
+        """Row indices of one rank's events (a contiguous range: rows are rank-sorted)."""
+        r = self.events.rank
+        lo = int(np.searchsorted(r, rank, side="left"))
+        hi = int(np.searchsorted(r, rank, side="right"))
+        return np.arange(lo, hi)
+
+    def step_rows(self, rank: int, step: int) -> np.ndarray:
+        """Row indices of one rank's events in one captured step, in time order."""
+        rows = self.rank_rows(rank)
+        return rows[self.events.step[rows] == step]
+
+    def iteration_bounds(self, rank: int, step: int) -> tuple[float, float]:
+        """(start_us, end_us) of a step on a rank: the STEP marker, else the span of its events."""
+        rows = self.step_rows(rank, step)
+        if rows.size == 0:
+            return (float("nan"), float("nan"))
+        ev = self.events
+        marker = rows[ev.cat[rows] == Cat.STEP]
+        if marker.size:
+            m = int(marker[0])
+            return float(ev.ts_us[m]), float(ev.ts_us[m] + ev.dur_us[m])
+        return float(ev.ts_us[rows].min()), float((ev.ts_us[rows] + ev.dur_us[rows]).max())
+
+    def comm_rows(self) -> np.ndarray:
+        return np.flatnonzero(self.events.cat == Cat.COMM)
+
+    def collective_of(self, row: int) -> str | None:
+        c = int(self.events.coll[row])
+        return COLLECTIVES[c] if c >= 0 else None
+
+    def group_of(self, row: int) -> tuple[int, ...] | None:
+        g = int(self.events.group[row])
+        return self.groups[g] if g >= 0 else None
+
+    def iter_rank_steps(self) -> Iterator[tuple[int, int]]:
+        for rank in sorted(self.ranks):
+            for step in self.steps:
+                yield rank, step
+
+
+class TraceBuilder:
+    """Accumulates events row by row (or in bulk) and builds a :class:`Trace`.
+
+    Loaders call :meth:`add` per event; ``occ`` is computed at :meth:`build` when not given.
+    """
+
+    def __init__(self, source_format: str = "echo", source: str = "") -> None:
+        self.source_format = source_format
+        self.source = source
+        self._cols: dict[str, list[Any]] = {c: [] for c in _COLUMNS}
+        self._occ_given: list[bool] = []
+        self._names: dict[str, int] = {}
+        self._kinds: dict[str, int] = {}
+        self._groups: dict[tuple[int, ...], int] = {}
+        self._counter_names: dict[str, int] = {}
+        self._counters: dict[str, list[Any]] = {"rank": [], "ts_us": [], "series": [], "value": []}
+        self._comm_args: dict[int, dict[str, Any]] = {}
+        self.ranks: dict[int, RankInfo] = {}
+        self.dags: dict[int, Any] = {}
+
+    # interning ---------------------------------------------------------------
+    def intern_name(self, name: str) -> int:
+        i = self._names.get(name)
+        if i is None:
+            i = self._names[name] = len(self._names)
+        return i
+
+    def intern_group(self, ranks: Iterable[int]) -> int:
+        key = tuple(sorted(int(r) for r in ranks))
+        i = self._groups.get(key)
+        if i is None:
+            i = self._groups[key] = len(self._groups)
+        return i
+
+    def _intern_kind(self, kind: str) -> int:
+        i = self._kinds.get(kind)
+        if i is None:
+            i = self._kinds[kind] = len(self._kinds)
+        return i
+
+    # rows ----------------------------------------------------------------------
+    def add(
+        self,
+        *,
+        rank: int,
+        name: str,
+        cat: Cat,
+        ts_us: float,
+        dur_us: float,
+        step: int = -1,
+        tid: int = 0,
+        occ: int | None = None,
+        collective: str | None = None,
+        nbytes: int = 0,
+        group_ranks: Iterable[int] | None = None,
+        seq: int = -1,
+        peer: int = -1,
+        kind: str | None = None,
+        param_bytes: int = 0,
+        in_bytes: int = 0,
+        out_bytes: int = 0,
+        flops: float = 0.0,
+        comm_args: dict[str, Any] | None = None,
+    ) -> int:
+        """Append one event; returns its provisional row (order before the final sort)."""
+        c = self._cols
+        row = len(c["rank"])
+        c["rank"].append(rank)
+        c["step"].append(step)
+        c["cat"].append(int(cat))
+        c["name"].append(self.intern_name(name))
+        c["tid"].append(tid)
+        c["ts_us"].append(ts_us)
+        c["dur_us"].append(dur_us)
+        c["occ"].append(0 if occ is None else occ)
+        self._occ_given.append(occ is not None)
+        c["coll"].append(_COLL_INDEX.get(collective, -1) if collective else -1)
+        c["nbytes"].append(nbytes)
+        c["group"].append(self.intern_group(group_ranks) if group_ranks is not None else -1)
+        c["seq"].append(seq)
+        c["peer"].append(peer)
+        c["kind"].append(self._intern_kind(kind) if kind else -1)
+        c["param_bytes"].append(param_bytes)
+        c["in_bytes"].append(in_bytes)
+        c["out_bytes"].append(out_bytes)
+        c["flops"].append(flops)
+        if comm_args:
+            self._comm_args[row] = comm_args
+        return row
+
+    def add_counter(self, *, rank: int, ts_us: float, series: str, value: float) -> None:
+        i = self._counter_names.get(series)
+        if i is None:
+            i = self._counter_names[series] = len(self._counter_names)
+        self._counters["rank"].append(rank)
+        self._counters["ts_us"].append(ts_us)
+        self._counters["series"].append(i)
+        self._counters["value"].append(value)
+
+    def __len__(self) -> int:
+        return len(self._cols["rank"])
+
+    # build ----------------------------------------------------------------------
+    def build(self, steps: Sequence[int] | None = None) -> Trace:
+        """Sort rows by (rank, ts), fill missing ``occ``, and freeze into a :class:`Trace`.
+
+        ``steps``: the steps common to all ranks; by default the sorted set of steps seen.
+        """
+        cols = {c: np.asarray(v, dtype=_COLUMNS[c][0]) for c, v in self._cols.items()}
+        n = cols["rank"].shape[0]
+        order = np.lexsort((cols["ts_us"], cols["rank"])) if n else np.zeros(0, np.int64)
+        cols = {c: v[order] for c, v in cols.items()}
+        given = np.asarray(self._occ_given, dtype=bool)[order] if n else np.zeros(0, bool)
+        events = Events(**cols)
+        if n and not given.all():
+            _fill_occurrence(events, ~given)
+        inverse = np.empty(n, dtype=np.int64)
+        inverse[order] = np.arange(n)
+        comm_args = {int(inverse[r]): a for r, a in self._comm_args.items()}
+        k = self._counters
+        counters = Counters(
+            np.asarray(k["rank"], np.int32), np.asarray(k["ts_us"], np.float64),
+            np.asarray(k["series"], np.int32), np.asarray(k["value"], np.float64),
+        )
+        if steps is None:
+            steps = sorted({int(s) for s in np.unique(events.step) if s >= 0})
+        return Trace(
+            events=events,
+            names=list(self._names),
+            ranks=dict(sorted(self.ranks.items())),
+            steps=list(steps),
+            groups=list(self._groups),
+            kinds=list(self._kinds),
+            counters=counters,
+            counter_names=list(self._counter_names),
+            dags=self.dags,
+            comm_args=comm_args,
+            source_format=self.source_format,
+            source=self.source,
+        )
+
+
+def _fill_occurrence(events: Events, missing: np.ndarray) -> None:
+    """Number repeated names within each (rank, step) in time order (rows already sorted)."""
+    key = np.stack([events.rank.astype(np.int64), events.step.astype(np.int64),
+                    events.name.astype(np.int64)], axis=1)
+    # stable sort by key keeps time order inside each group
+    order = np.lexsort((np.arange(len(events)), key[:, 2], key[:, 1], key[:, 0]))
+    k = key[order]
+    new_group = np.ones(len(order), dtype=bool)
+    new_group[1:] = np.any(k[1:] != k[:-1], axis=1)
+    group_start = np.maximum.accumulate(np.where(new_group, np.arange(len(order)), 0))
+    occ_sorted = np.arange(len(order)) - group_start
+    occ = np.empty(len(order), dtype=np.int32)
+    occ[order] = occ_sorted
+    events.occ[missing] = occ[missing]
