@@ -1,0 +1,322 @@
+"""Per-operator, per-category and per-rank statistics of a trace (dPRO's ``statistic``).
+
+Operators are event names (``FW.blocks.0.attn``, ``Comm.bucket0``). Every occurrence of an
+operator on every rank in every captured step is one sample; the table gives count, total,
+mean, median, 95th percentile and (population) standard deviation of the sample durations,
+and the share of step time (operator total ÷ the sum of step times over ranks and steps).
+
+Category totals are *covered* time: the length of the union of a category's intervals in each
+(rank, step), so nested modules and concurrent communication lanes are not counted twice.
+``idle`` is step time not covered by any compute event (``FW``/``BW``/``UPDATE``).
+
+The grid of (rank, step) cells and the interval-union helper here are shared by
+:mod:`echo_sim.analysis.collect` and :mod:`echo_sim.analysis.stragglers`. All vectorised:
+1,000,000 events over 64 ranks take well under a second.
+
+Units: microseconds (``*_us``); ``share`` is a fraction in [0, 1].
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from echo_sim.errors import EchoError, TraceFormatError
+from echo_sim.trace.model import CAT_NAMES, Cat, Trace
+
+__all__ = [
+    "CATEGORIES",
+    "SORT_KEYS",
+    "CategoryStat",
+    "OpStat",
+    "RankStat",
+    "Statistics",
+    "StepGrid",
+    "captured_steps",
+    "covered_us",
+    "sort_ops",
+    "statistic",
+    "step_grid",
+]
+
+SORT_KEYS: tuple[str, ...] = ("total", "count", "mean", "median", "p95", "std", "share", "name")
+"""Valid ``sort`` values for the operator table (all descending except ``name``)."""
+
+CATEGORIES: tuple[str, ...] = ("FW", "BW", "Comm", "UPDATE", "idle")
+"""Category rows of :attr:`Statistics.categories`, in display order."""
+
+_COMPUTE_CATS = (int(Cat.FW), int(Cat.BW), int(Cat.UPDATE))
+
+
+# ---------------------------------------------------------------------------- grid of cells
+@dataclass(frozen=True)
+class StepGrid:
+    """The (rank, step) cells of a trace and the event rows that fall in them.
+
+    Cell ``g = rank_index * len(steps) + step_index``. ``start_us``/``end_us`` are the cell's
+    iteration bounds (the ``STEP`` marker, else the span of the cell's events; NaN for a cell
+    with no events). ``rows`` are the non-marker event rows in captured steps; ``group`` their
+    cell; ``ts_us``/``end_us_rows`` their bounds clipped to the cell.
+    """
+
+    ranks: np.ndarray
+    steps: np.ndarray
+    start_us: np.ndarray
+    end_us: np.ndarray
+    rows: np.ndarray
+    group: np.ndarray
+    ts_us: np.ndarray
+    end_us_rows: np.ndarray
+
+    @property
+    def n_cells(self) -> int:
+        return int(self.ranks.size * self.steps.size)
+
+    @property
+    def iteration_us(self) -> np.ndarray:
+        """Iteration time per cell (µs), NaN where a rank has no events in a step."""
+        return self.end_us - self.start_us
+
+    def grid(self, per_cell: np.ndarray) -> np.ndarray:
+        """Reshape a per-cell vector to (ranks, steps)."""
+        return per_cell.reshape(self.ranks.size, self.steps.size)
+
+    def covered(self, trace: Trace, cats: tuple[int, ...]) -> np.ndarray:
+        """Covered time (µs) per cell of the events whose category is in ``cats``."""
+        sel = np.isin(trace.events.cat[self.rows], cats)
+        return covered_us(self.group[sel], self.ts_us[sel], self.end_us_rows[sel], self.n_cells)
+
+
+def captured_steps(trace: Trace) -> np.ndarray:
+    """The steps to analyse: ``trace.steps``, else every step seen, else ``[-1]`` (no steps)."""
+    if trace.steps:
+        return np.asarray(sorted(trace.steps), dtype=np.int64)
+    seen = np.unique(trace.events.step)
+    seen = seen[seen >= 0]
+    return seen.astype(np.int64) if seen.size else np.asarray([-1], dtype=np.int64)
+
+
+def step_grid(trace: Trace) -> StepGrid:
+    """Build the (rank, step) grid; raises TraceFormatError when no event is in a step."""
+    ev = trace.events
+    steps = captured_steps(trace)
+    in_step = np.isin(ev.step, steps)
+    if not in_step.any():
+        raise TraceFormatError(
+            f"trace {trace.source or '<memory>'} has no events in captured steps {steps.tolist()}"
+        )
+    ranks = np.unique(ev.rank[in_step]).astype(np.int64)
+    all_rows = np.flatnonzero(in_step)
+    cell = (np.searchsorted(ranks, ev.rank[all_rows]) * steps.size
+            + np.searchsorted(steps, ev.step[all_rows]))
+    n = ranks.size * steps.size
+    ts = ev.ts_us[all_rows]
+    end = ts + ev.dur_us[all_rows]
+    is_marker = ev.cat[all_rows] == Cat.STEP
+    lo = np.full(n, np.inf)
+    hi = np.full(n, -np.inf)
+    np.minimum.at(lo, cell[~is_marker], ts[~is_marker])
+    np.maximum.at(hi, cell[~is_marker], end[~is_marker])
+    start = np.where(np.isfinite(lo), lo, np.nan)
+    stop = np.where(np.isfinite(hi), hi, np.nan)
+    start[cell[is_marker]] = ts[is_marker]
+    stop[cell[is_marker]] = end[is_marker]
+    rows = all_rows[~is_marker]
+    group = cell[~is_marker]
+    c_ts = np.clip(ts[~is_marker], start[group], stop[group])
+    c_end = np.clip(end[~is_marker], start[group], stop[group])
+    return StepGrid(ranks, steps, start, stop, rows, group, c_ts, c_end)
+
+
+def covered_us(group: np.ndarray, start_us: np.ndarray, end_us: np.ndarray,
+               n_groups: int) -> np.ndarray:
+    """Length (µs) of the union of the intervals ``[start, end)`` in each group.
+
+    Sweep line, vectorised: intervals of all groups are laid end to end on one axis (each
+    group shifted past the previous one's extent), sorted by start; interval i adds
+    ``max(0, end_i - max(start_i, max(end_0..end_{i-1})))`` to its group.
+    """
+    out = np.zeros(n_groups)
+    if group.size == 0:
+        return out
+    origin = np.full(n_groups, np.inf)
+    np.minimum.at(origin, group, start_us)
+    rel_s = start_us - origin[group]
+    rel_e = np.maximum(end_us - origin[group], rel_s)
+    span = float(rel_e.max()) + 1.0
+    shift = group.astype(np.float64) * span
+    s = rel_s + shift
+    order = np.argsort(s, kind="stable")
+    s = s[order]
+    e = (rel_e + shift)[order]
+    run = np.maximum.accumulate(e)
+    prev = np.empty_like(run)
+    prev[0] = -np.inf
+    prev[1:] = run[:-1]
+    contrib = np.maximum(0.0, e - np.maximum(s, prev))
+    out += np.bincount(group[order], weights=contrib, minlength=n_groups)
+    return out
+
+
+# ---------------------------------------------------------------------------- results
+@dataclass(frozen=True)
+class OpStat:
+    """One operator (event name), aggregated over ranks and captured steps."""
+
+    name: str
+    category: str
+    count: int
+    total_us: float
+    mean_us: float
+    median_us: float
+    p95_us: float
+    std_us: float
+    share: float  # total_us / sum of step times over ranks and steps
+
+
+@dataclass(frozen=True)
+class CategoryStat:
+    """Covered time of one category: total over cells, mean per (rank, step), share."""
+
+    category: str
+    total_us: float
+    per_step_us: float
+    share: float
+
+
+@dataclass(frozen=True)
+class RankStat:
+    """Per-rank means over its captured steps (µs per step)."""
+
+    rank: int
+    steps: int
+    step_us: float
+    fw_us: float
+    bw_us: float
+    comm_us: float
+    update_us: float
+    idle_us: float
+
+
+@dataclass(frozen=True)
+class Statistics:
+    """What :func:`statistic` returns; ``to_dict`` is the ``--json`` form."""
+
+    ops: list[OpStat]
+    categories: list[CategoryStat]
+    ranks: list[RankStat]
+    steps: list[int]
+    step_time_us: float  # sum of iteration times over ranks and steps
+    num_ops: int  # operators before --head
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "steps": self.steps,
+            "num_ranks": len(self.ranks),
+            "step_time_us": self.step_time_us,
+            "num_ops": self.num_ops,
+            "ops": [asdict(o) for o in self.ops],
+            "categories": {c.category: asdict(c) for c in self.categories},
+            "ranks": [asdict(r) for r in self.ranks],
+        }
+
+
+def _quantile_sorted(d: np.ndarray, first: np.ndarray, count: np.ndarray, q: float) -> np.ndarray:
+    """Per-group linear-interpolated quantile (numpy's default method) of sorted runs of ``d``."""
+    pos = first + q * (count - 1)
+    lo = np.floor(pos).astype(np.int64)
+    hi = np.ceil(pos).astype(np.int64)
+    return d[lo] + (d[hi] - d[lo]) * (pos - lo)
+
+
+def _op_stats(trace: Trace, grid: StepGrid, step_total_us: float) -> list[OpStat]:
+    ev = trace.events
+    name = ev.name[grid.rows].astype(np.int64)
+    dur = ev.dur_us[grid.rows]
+    if name.size == 0:
+        return []
+    order = np.lexsort((dur, name))
+    name_s, dur_s = name[order], dur[order]
+    ids, first, count = np.unique(name_s, return_index=True, return_counts=True)
+    total = np.add.reduceat(dur_s, first)
+    mean = total / count
+    sq = np.add.reduceat((dur_s - np.repeat(mean, count)) ** 2, first)
+    std = np.sqrt(sq / count)
+    median = _quantile_sorted(dur_s, first, count, 0.5)
+    p95 = _quantile_sorted(dur_s, first, count, 0.95)
+    cat_s = ev.cat[grid.rows][order][first]
+    denom = step_total_us if step_total_us > 0 else np.nan
+    return [
+        OpStat(
+            name=trace.names[int(i)], category=CAT_NAMES[int(c)], count=int(n),
+            total_us=float(t), mean_us=float(m), median_us=float(md), p95_us=float(p),
+            std_us=float(s), share=float(t / denom) if denom == denom else 0.0,
+        )
+        for i, c, n, t, m, md, p, s in zip(ids, cat_s, count, total, mean, median, p95, std,
+                                            strict=True)
+    ]
+
+
+def sort_ops(ops: list[OpStat], sort: str) -> list[OpStat]:
+    """Operators ordered by ``sort`` (one of :data:`SORT_KEYS`)."""
+    if sort not in SORT_KEYS:
+        raise EchoError(f"unknown sort key {sort!r}; choose from {', '.join(SORT_KEYS)}")
+    if sort == "name":
+        return sorted(ops, key=lambda o: o.name)
+    attr = sort if sort in ("count", "share") else f"{sort}_us"
+    return sorted(ops, key=lambda o: (-getattr(o, attr), o.name))
+
+
+def statistic(trace: Trace, *, sort: str = "total", head: int | None = None) -> Statistics:
+    """Operator, category and rank statistics over every captured step of every rank.
+
+    ``sort``: one of :data:`SORT_KEYS`; ``head``: keep the first N operators (None: all).
+    """
+    if head is not None and head < 0:
+        raise EchoError(f"--head must be >= 0, got {head}")
+    grid = step_grid(trace)
+    iters = grid.iteration_us
+    valid = np.isfinite(iters)
+    step_total = float(iters[valid].sum())
+    ops = sort_ops(_op_stats(trace, grid, step_total), sort)
+    num_ops = len(ops)
+    if head is not None:
+        ops = ops[:head]
+
+    per_cat = {
+        "FW": grid.covered(trace, (int(Cat.FW),)),
+        "BW": grid.covered(trace, (int(Cat.BW),)),
+        "Comm": grid.covered(trace, (int(Cat.COMM),)),
+        "UPDATE": grid.covered(trace, (int(Cat.UPDATE),)),
+    }
+    compute = grid.covered(trace, _COMPUTE_CATS)
+    per_cat["idle"] = np.where(valid, np.maximum(iters - compute, 0.0), 0.0)
+    n_valid = int(valid.sum())
+    categories = [
+        CategoryStat(
+            category=c, total_us=float(v[valid].sum()),
+            per_step_us=float(v[valid].sum() / n_valid) if n_valid else 0.0,
+            share=float(v[valid].sum() / step_total) if step_total > 0 else 0.0,
+        )
+        for c, v in per_cat.items()
+    ]
+
+    ranks: list[RankStat] = []
+    g_valid = grid.grid(valid)
+    g_iter = grid.grid(np.where(valid, iters, 0.0))
+    g_cat = {c: grid.grid(v) for c, v in per_cat.items()}
+    for i, r in enumerate(grid.ranks):
+        k = int(g_valid[i].sum())
+        def mean(a: np.ndarray, i: int = i, k: int = k) -> float:
+            return float(a[i][g_valid[i]].sum() / k) if k else 0.0
+        ranks.append(RankStat(
+            rank=int(r), steps=k, step_us=mean(g_iter), fw_us=mean(g_cat["FW"]),
+            bw_us=mean(g_cat["BW"]), comm_us=mean(g_cat["Comm"]),
+            update_us=mean(g_cat["UPDATE"]), idle_us=mean(g_cat["idle"]),
+        ))
+    return Statistics(
+        ops=ops, categories=categories, ranks=ranks, steps=[int(s) for s in grid.steps],
+        step_time_us=step_total, num_ops=num_ops,
+    )

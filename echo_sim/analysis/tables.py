@@ -1,0 +1,87 @@
+"""Plain aligned text tables and CSV files, shared by the analysis commands.
+
+Numbers are formatted by column kind: times in µs with thousands separators and up to 3
+decimals, shares as percentages, counts as integers; None / NaN print as ``-``.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from echo_sim.errors import EchoError
+
+__all__ = ["fmt_num", "fmt_pct", "fmt_us", "format_table", "write_csv"]
+
+
+def fmt_us(x: float | None) -> str:
+    """A duration in µs with 3 decimals (the trace's resolution): ``1,234.500``; ``-`` for None/NaN."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    return f"{x:,.3f}"
+
+
+def fmt_pct(x: float | None) -> str:
+    """A fraction as a percentage: ``0.1234`` → ``12.3%``."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    return f"{100.0 * x:.1f}%"
+
+
+def fmt_num(x: Any) -> str:
+    """Integers with separators, floats with 3 significant decimals, the rest as str."""
+    if x is None:
+        return "-"
+    if isinstance(x, bool):
+        return "yes" if x else ""
+    if isinstance(x, int):
+        return f"{x:,}"
+    if isinstance(x, float):
+        return "-" if math.isnan(x) else f"{x:,.3f}"
+    return str(x)
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *,
+                 title: str | None = None, left: int = 1) -> str:
+    """Rows of already-formatted cells (anything is ``str()``-ed) as an aligned text table.
+
+    The first ``left`` columns are left-aligned (labels), the rest right-aligned (numbers).
+    """
+    cells = [[c if isinstance(c, str) else fmt_num(c) for c in row] for row in rows]
+    widths = [len(h) for h in headers]
+    for row in cells:
+        for j, c in enumerate(row):
+            widths[j] = max(widths[j], len(c))
+
+    def line(items: Sequence[str]) -> str:
+        return "  ".join(c.ljust(widths[j]) if j < left else c.rjust(widths[j])
+                         for j, c in enumerate(items)).rstrip()
+
+    out = []
+    if title:
+        out.append(title)
+    out.append(line(list(headers)))
+    out.append("  ".join("-" * w for w in widths))
+    out.extend(line(r) for r in cells)
+    if not cells:
+        out.append("(none)")
+    return "\n".join(out)
+
+
+def write_csv(path: str | Path, headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> Path:
+    """Write a CSV file (raw values, None as empty); raises EchoError if it cannot be written."""
+    p = Path(path)
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        with open(p, "w", newline="", encoding="utf-8") as f:
+            w = csv.writer(f)
+            w.writerow(headers)
+            for row in rows:
+                w.writerow(["" if v is None or (isinstance(v, float) and math.isnan(v)) else v
+                            for v in row])
+    except OSError as e:
+        raise EchoError(f"cannot write CSV {p}: {e.strerror}") from e
+    return p

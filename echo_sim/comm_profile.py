@@ -1,0 +1,241 @@
+"""Measured communication profiles: collective time against message size, per group size.
+
+``python -m echo_sim profile-comm`` measures one (:mod:`echo_sim.profile_comm`);
+:class:`~echo_sim.collectives.CommModel` prices collectives from it. The file is JSON::
+
+    {"format": "echo-comm-profile/1", "backend": "gloo", "device": "cpu", "device_name": "...",
+     "host": "...", "world_size": 2, "nodes": 1, "torch_version": "...", "iters": 10,
+     "created": "2025-01-01T00:00:00+00:00",
+     "ops": [{"op": "all_reduce", "group_size": 2,
+              "sizes_bytes": [1024, ...], "times_us": [35.1, ...],
+              "alpha_us": 30.2, "beta_us_per_byte": 0.0004}, ...]}
+
+Sizes follow the nccl-tests convention (whole buffer; docs/trace-format.md); ``send`` is a
+one-way point-to-point message (half a ping-pong). Times are medians over ``iters`` runs of
+the slowest rank.
+
+Fit (Hockney's alpha-beta model, t = alpha + beta·S): least squares on the **relative**
+error, minimising Σ((alpha + beta·S_i - t_i) / t_i)², so small latency-bound messages weigh
+as much as large bandwidth-bound ones; if that gives a non-positive term, beta falls back
+to the slope between the smallest and largest sizes and alpha to the smallest residual.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from echo_sim.errors import ConfigError, ProfileError
+
+__all__ = [
+    "PROFILE_FORMAT",
+    "CommProfile",
+    "fit_alpha_beta",
+    "load_comm_profile",
+    "save_comm_profile",
+]
+
+PROFILE_FORMAT = "echo-comm-profile/1"
+
+_MIN_ALPHA_US = 1e-3
+_MIN_BETA_US_PER_BYTE = 1e-12
+
+Key = tuple[str, int]
+
+
+def fit_alpha_beta(points: Sequence[tuple[float, float]]) -> tuple[float, float]:
+    """(alpha_us, beta_us_per_byte) of ``t = alpha + beta·S`` through (nbytes, time_us) points.
+
+    Both are positive. One point: half of its time is taken as latency, half as bandwidth
+    (a guess, stated as one).
+    """
+    pts = [(float(s), float(t)) for s, t in points if t > 0]
+    if not pts:
+        raise ProfileError("cannot fit alpha-beta: no positive time")
+    if len({s for s, _ in pts}) < 2:
+        s, t = max(pts)
+        return max(t / 2, _MIN_ALPHA_US), max(t / 2 / max(s, 1.0), _MIN_BETA_US_PER_BYTE)
+    s_arr = np.array([p[0] for p in pts])
+    t_arr = np.array([p[1] for p in pts])
+    w = 1.0 / t_arr**2
+    a = np.array([[w.sum(), (w * s_arr).sum()], [(w * s_arr).sum(), (w * s_arr**2).sum()]])
+    rhs = np.array([(w * t_arr).sum(), (w * s_arr * t_arr).sum()])
+    try:
+        alpha, beta = (float(x) for x in np.linalg.solve(a, rhs))
+    except np.linalg.LinAlgError:
+        alpha, beta = -1.0, -1.0
+    if not (alpha > 0 and beta > 0):
+        lo, hi = int(np.argmin(s_arr)), int(np.argmax(s_arr))
+        slope = (t_arr[hi] - t_arr[lo]) / (s_arr[hi] - s_arr[lo])
+        beta = beta if beta > 0 else float(max(slope, _MIN_BETA_US_PER_BYTE))
+        alpha = alpha if alpha > 0 else float(np.min(t_arr - beta * s_arr))
+    return max(alpha, _MIN_ALPHA_US), max(beta, _MIN_BETA_US_PER_BYTE)
+
+
+@dataclass
+class CommProfile:
+    """Measured collective times: ``samples[(op, group_size)]`` = [(nbytes, time_us), ...]
+    ascending in size; ``fits[(op, group_size)]`` = (alpha_us, beta_us_per_byte).
+
+    ``nodes``: how many hosts the measured group spanned (1 for a one-host run).
+    """
+
+    backend: str
+    device: str
+    host: str
+    world_size: int
+    samples: dict[Key, list[tuple[int, float]]]
+    fits: dict[Key, tuple[float, float]] = field(default_factory=dict)
+    nodes: int = 1
+    device_name: str = ""
+    torch_version: str = ""
+    iters: int = 0
+    created: str = ""
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        for key, pts in self.samples.items():
+            self.samples[key] = sorted((int(s), float(t)) for s, t in pts)
+            if key not in self.fits:
+                self.fits[key] = fit_alpha_beta(self.samples[key])
+
+    @property
+    def ops(self) -> list[Key]:
+        """The (op, group_size) keys measured, sorted."""
+        return sorted(self.samples)
+
+    def time_us(self, op: str, group_size: int, nbytes: int) -> float:
+        """Time (us) of ``op`` over ``group_size`` ranks on ``nbytes``, from the samples.
+
+        Inside the measured size range: linear interpolation in log(size). Above it: the
+        largest sample plus ``beta``·(extra bytes). Below it: the smallest sample minus
+        ``beta``·(missing bytes), never below min(alpha, smallest time).
+        """
+        key = (op, int(group_size))
+        pts = self.samples.get(key)
+        if not pts:
+            raise ConfigError(f"profile {self.source or self.host!r} has no {op} over "
+                              f"{group_size} ranks; measured: "
+                              f"{', '.join(f'{o}/{n}' for o, n in self.ops)}")
+        alpha, beta = self.fits[key]
+        s0, t0 = pts[0]
+        s1, t1 = pts[-1]
+        if nbytes >= s1:
+            return t1 + beta * (nbytes - s1)
+        if nbytes <= s0:
+            return max(t0 - beta * (s0 - nbytes), min(alpha, t0))
+        xs = [math.log(s) for s, _ in pts]
+        ys = [t for _, t in pts]
+        return float(np.interp(math.log(nbytes), xs, ys))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": PROFILE_FORMAT, "backend": self.backend, "device": self.device,
+            "device_name": self.device_name, "host": self.host, "world_size": self.world_size,
+            "nodes": self.nodes, "torch_version": self.torch_version, "iters": self.iters,
+            "created": self.created,
+            "ops": [
+                {"op": op, "group_size": n,
+                 "sizes_bytes": [s for s, _ in self.samples[(op, n)]],
+                 "times_us": [round(t, 3) for _, t in self.samples[(op, n)]],
+                 "alpha_us": self.fits[(op, n)][0],
+                 "beta_us_per_byte": self.fits[(op, n)][1]}
+                for op, n in self.ops
+            ],
+        }
+
+
+def _need(obj: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    if key not in obj:
+        raise ProfileError(f"{where}: missing {key!r}")
+    v = obj[key]
+    if not isinstance(v, kind) or isinstance(v, bool):
+        raise ProfileError(f"{where}: {key!r} has the wrong type ({type(v).__name__})")
+    return v
+
+
+def load_comm_profile(path: str | os.PathLike[str]) -> CommProfile:
+    """Read a profile written by :func:`save_comm_profile`.
+
+    Raises :class:`ProfileError` (one line, naming the file) when it is missing, not JSON,
+    of another format, or has inconsistent sizes/times.
+    """
+    p = Path(path)
+    try:
+        raw = json.loads(p.read_text())
+    except FileNotFoundError:
+        raise ProfileError(f"{p}: no such communication profile") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ProfileError(f"{p}: not a JSON communication profile ({e})") from None
+    if not isinstance(raw, dict) or raw.get("format") != PROFILE_FORMAT:
+        got = raw.get("format") if isinstance(raw, dict) else type(raw).__name__
+        raise ProfileError(f"{p}: format {got!r} is not {PROFILE_FORMAT!r}")
+    where = str(p)
+    samples: dict[Key, list[tuple[int, float]]] = {}
+    fits: dict[Key, tuple[float, float]] = {}
+    for i, entry in enumerate(_need(raw, "ops", list, where)):
+        w = f"{p}: ops[{i}]"
+        if not isinstance(entry, dict):
+            raise ProfileError(f"{w}: not an object")
+        op = _need(entry, "op", str, w)
+        n = _need(entry, "group_size", int, w)
+        sizes = _need(entry, "sizes_bytes", list, w)
+        times = _need(entry, "times_us", list, w)
+        if n < 1 or not sizes or len(sizes) != len(times):
+            raise ProfileError(f"{w}: needs group_size >= 1 and as many times_us as "
+                               f"sizes_bytes (got {len(times)} and {len(sizes)})")
+        ok = all(isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in sizes) and all(
+            isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t) and t > 0
+            for t in times)
+        if not ok:
+            raise ProfileError(f"{w}: sizes_bytes must be positive integers and times_us "
+                               f"positive numbers")
+        samples[(op, n)] = list(zip(sizes, (float(t) for t in times), strict=True))
+        if "alpha_us" in entry and "beta_us_per_byte" in entry:
+            a = _need(entry, "alpha_us", (int, float), w)
+            b = _need(entry, "beta_us_per_byte", (int, float), w)
+            if not (a > 0 and b > 0):
+                raise ProfileError(f"{w}: alpha_us and beta_us_per_byte must be > 0")
+            fits[(op, n)] = (float(a), float(b))
+    if not samples:
+        raise ProfileError(f"{p}: no measurements in 'ops'")
+    return CommProfile(
+        backend=str(raw.get("backend", "")), device=str(raw.get("device", "")),
+        host=str(raw.get("host", "")), world_size=int(raw.get("world_size", 0) or 0),
+        samples=samples, fits=fits, nodes=int(raw.get("nodes", 1) or 1),
+        device_name=str(raw.get("device_name", "")),
+        torch_version=str(raw.get("torch_version", "")), iters=int(raw.get("iters", 0) or 0),
+        created=str(raw.get("created", "")), source=str(p),
+    )
+
+
+def save_comm_profile(profile: CommProfile, path: str | os.PathLike[str], *,
+                      overwrite: bool = False) -> Path:
+    """Write ``profile`` as JSON atomically (temp file, fsync, rename); returns the path.
+
+    Refuses to replace an existing file unless ``overwrite`` (:class:`ConfigError`).
+    """
+    p = Path(path)
+    if p.exists() and not overwrite:
+        raise ConfigError(f"{p} exists; pass --force (overwrite=True) to replace it")
+    p.parent.mkdir(parents=True, exist_ok=True)
+    data = json.dumps(profile.to_json(), indent=1)
+    fd, tmp = tempfile.mkstemp(prefix=p.name + ".", suffix=".tmp", dir=p.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(data + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, p)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return p

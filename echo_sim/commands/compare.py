@@ -1,0 +1,105 @@
+"""``compare A B``: two traces (or two sets of ranks) operator by operator (dPRO's compare)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from echo_sim.analysis.compare import COMPARE_SORT_KEYS, Comparison, compare, write_xlsx
+from echo_sim.analysis.tables import fmt_us, format_table, write_csv
+from echo_sim.commands.spec import Command, Result, arg
+from echo_sim.errors import EchoError
+
+__all__ = ["COMMAND", "parse_ranks", "render"]
+
+DESCRIPTION = """\
+Compare two traces operator by operator: for each event name, the number of occurrences
+and the mean duration per occurrence on each side (over its ranks and captured steps),
+the difference B - A and the ratio B / A. Durations in microseconds. The summary line
+compares iteration times (median over steps of the slowest rank).
+
+To compare two sets of ranks of one trace, give the same path twice with --ranks-a and
+--ranks-b (e.g. compare T T --ranks-a 0 --ranks-b 1-3).
+"""
+
+CSV_COLUMNS = ("name", "category", "count_a", "count_b", "mean_a_us", "mean_b_us",
+               "diff_us", "ratio", "total_a_us", "total_b_us")
+
+
+def parse_ranks(text: str | None) -> list[int] | None:
+    """``"0,2-4"`` → ``[0, 2, 3, 4]``; None stays None."""
+    if text is None:
+        return None
+    out: list[int] = []
+    try:
+        for part in (p.strip() for p in text.split(",") if p.strip()):
+            lo, _, hi = part.partition("-")
+            out.extend(range(int(lo), int(hi) + 1) if hi else [int(lo)])
+    except ValueError as e:
+        raise EchoError(f"bad rank list {text!r}: use numbers and ranges, e.g. 0,2-5") from e
+    if not out:
+        raise EchoError(f"empty rank list {text!r}")
+    return sorted(set(out))
+
+
+def _ratio(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3f}x"
+
+
+def render(c: Comparison) -> str:
+    head = (f"A = {c.label_a}\nB = {c.label_b}\n"
+            f"iteration time: A {fmt_us(c.iteration_a_us)} us, B {fmt_us(c.iteration_b_us)} us,"
+            f" B/A {_ratio(c.iteration_ratio)}")
+    table = format_table(
+        ["operator", "cat", "count_a", "count_b", "mean_a_us", "mean_b_us", "diff_us", "ratio"],
+        [[o.name, o.category, o.count_a, o.count_b, fmt_us(o.mean_a_us), fmt_us(o.mean_b_us),
+          fmt_us(o.diff_us), _ratio(o.ratio)] for o in c.ops],
+        title="\nOperators (B - A)", left=2)
+    more = (f"\n({len(c.ops)} of {c.num_ops} operators shown; --head 0 shows all)"
+            if len(c.ops) < c.num_ops else "")
+    return head + "\n" + table + more
+
+
+def run(opts: Any) -> Result:
+    from echo_sim.load import load_trace
+
+    pa, pb = opts.paths
+    ta = load_trace(pa)
+    tb = ta if pb == pa else load_trace(pb)
+    ra, rb = parse_ranks(opts.ranks_a), parse_ranks(opts.ranks_b)
+    label_a = pa + (f" ranks {opts.ranks_a}" if ra is not None else "")
+    label_b = pb + (f" ranks {opts.ranks_b}" if rb is not None else "")
+    full = compare(ta, tb, ranks_a=ra, ranks_b=rb, sort=opts.sort,
+                   label_a=label_a, label_b=label_b)
+    notes: list[str] = []
+    if opts.csv:
+        p = write_csv(opts.csv, CSV_COLUMNS,
+                      [[getattr(o, k) for k in CSV_COLUMNS] for o in full.ops])
+        notes.append(f"wrote {p}")
+    if opts.xlsx:
+        notes.append(f"wrote {write_xlsx(full, opts.xlsx)}")
+    shown = full if opts.head == 0 else Comparison(
+        full.label_a, full.label_b, full.iteration_a_us, full.iteration_b_us,
+        full.ops[:opts.head], full.num_ops)
+    return Result("\n".join([render(shown), *notes]), shown.to_dict())
+
+
+COMMAND = Command(
+    name="compare",
+    help="compare two traces (or two sets of ranks) operator by operator",
+    description=DESCRIPTION,
+    run=run,
+    paths=2,
+    args=(
+        arg("--sort", choices=COMPARE_SORT_KEYS, default="diff",
+            help="order: diff (largest |B - A| first), ratio, mean_a, mean_b, total_a, "
+                 "total_b, name; default diff"),
+        arg("--head", type=int, default=30, metavar="N",
+            help="show the first N operators (0: all); default 30"),
+        arg("--csv", metavar="FILE", help="also write every operator as CSV"),
+        arg("--xlsx", metavar="FILE",
+            help="also write an Excel workbook (sheets: operators, summary)"),
+        arg("--ranks-a", metavar="RANKS", help="use only these ranks of A, e.g. 0,2-3"),
+        arg("--ranks-b", metavar="RANKS", help="use only these ranks of B"),
+    ),
+    epilog="example: python -m echo_sim compare run1/ run2/ --xlsx diff.xlsx",
+)

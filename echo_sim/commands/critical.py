@@ -1,0 +1,65 @@
+"""``critical PATH``: the critical path of one iteration across all ranks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from echo_sim.commands.spec import Command, Result, arg
+
+__all__ = ["COMMAND"]
+
+DESCRIPTION = """\
+Critical path of one iteration through the global multi-rank dependency graph.
+
+The step is replayed with the measured durations (see `replay`) and the path is read
+back from the task that ends last: each task links to the dependency that made it ready
+or, when it waited for a busy stream or channel, to the task holding it. A collective is
+one task across its members, so the path crosses ranks where a straggler delays the
+others.
+
+Printed: the time (ms) and share of each category on the path — FW, BW, Comm, UPDATE and
+host delay (measured gaps before ops that dependencies do not explain) — then the path as
+runs of consecutive segments. --json lists every segment (microseconds from path start).
+--output writes the replayed timeline with the path highlighted (red) as a Chrome trace.
+"""
+
+
+def run(opts: Any) -> Result:
+    from echo_sim.critical import critical_path
+    from echo_sim.export import chrome_events, write_chrome
+    from echo_sim.load import load_trace
+
+    trace = load_trace(opts.paths[0])
+    cp = critical_path(trace, step=opts.step, scale=opts.scale or ())
+    data = cp.to_dict()
+    data["source"] = opts.paths[0]
+    text = cp.text()
+    if opts.output:
+        replayed = cp.replay.replayed_trace()
+        mapping = cp.replay.replayed_row_map()
+        highlight = {int(mapping[r]) for r in cp.rows if mapping[r] >= 0}
+        p = write_chrome(opts.output, chrome_events(replayed, highlight=highlight),
+                         other_data={"critical_path_of": opts.paths[0], "step": cp.step,
+                                     "total_us": data["total_us"], "shares": data["shares"]},
+                         overwrite=opts.force)
+        data["output"] = str(p)
+        text += f"\nwrote timeline with the critical path highlighted to {p}"
+    return Result(text, data)
+
+
+COMMAND = Command(
+    name="critical",
+    help="critical path of one iteration across ranks, with each category's share",
+    description=DESCRIPTION,
+    run=run,
+    args=(
+        arg("--step", type=int, metavar="STEP",
+            help="captured step to analyse (default: the last captured step)"),
+        arg("--scale", action="append", metavar="GLOB=FACTOR",
+            help="what-if duration factors, as in `replay` (e.g. 'Comm.*=0.5')"),
+        arg("--output", "-o", metavar="FILE.json",
+            help="write the replayed timeline with the path highlighted (Chrome trace)"),
+        arg("--force", action="store_true", help="replace the output file if it exists"),
+    ),
+    epilog="example: python -m echo_sim critical traces/ --step 3 -o critical.json",
+)

@@ -1,0 +1,74 @@
+"""``python -m echo_sim profile-comm``: measure this machine's collectives into a profile."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from echo_sim.commands.spec import Command, Result, arg
+from echo_sim.errors import ConfigError
+
+__all__ = ["COMMAND", "run"]
+
+
+def run(opts: Any) -> Result:
+    from echo_sim.comm_profile import save_comm_profile
+    from echo_sim.profile_comm import (
+        PROFILE_OPS,
+        ProfileSpec,
+        measure_comm_profile,
+        parse_sizes,
+        summary_rows,
+    )
+
+    out = Path(opts.output)
+    if out.exists() and not opts.force:
+        raise ConfigError(f"{out} exists; pass --force to replace it")
+    ops = tuple(o.strip() for o in opts.ops.split(",") if o.strip()) if opts.ops else PROFILE_OPS
+    spec = ProfileSpec(nproc=opts.nproc, sizes_bytes=parse_sizes(opts.sizes), iters=opts.iters,
+                       warmup=opts.warmup, backend=opts.backend, ops=ops,
+                       timeout_s=opts.timeout, progress=not opts.no_progress)
+    profile = measure_comm_profile(spec)
+    path = save_comm_profile(profile, out, overwrite=opts.force)
+    lines = [f"{profile.backend} on {profile.device} ({profile.device_name}), "
+             f"{profile.world_size} processes, median of {profile.iters} -> {path}",
+             f"{'op':<15}{'ranks':>6}{'bytes':>12}{'time_us':>12}{'algbw_GB/s':>12}"]
+    for op, n, s, t, bw in summary_rows(profile):
+        lines.append(f"{op:<15}{n:>6}{s:>12}{t:>12.1f}{bw:>12.3f}")
+    lines.append("fits (t = alpha + beta * bytes):")
+    for key in profile.ops:
+        a, b = profile.fits[key]
+        lines.append(f"  {key[0]:<15}{key[1]:>3} ranks  alpha {a:10.1f} us  "
+                     f"beta {b * 1e3:.4f} us/KB  ({1 / b / 1e3:.3f} GB/s)")
+    data = {"output": str(path), **profile.to_json()}
+    return Result("\n".join(lines), data)
+
+
+COMMAND = Command(
+    name="profile-comm",
+    help="measure collective times on this machine into a communication profile",
+    description=(
+        "Start NPROC processes (gloo on CPU, NCCL when CUDA is available), time all_reduce,\n"
+        "all_gather, reduce_scatter, all_to_all, broadcast and send/recv against message\n"
+        "size (warm-up, barrier before each run, median of --iters), fit t = alpha + beta*S\n"
+        "per op, and write the profile JSON that `simulate --comm-profile` uses."
+    ),
+    run=run,
+    paths=0,
+    args=(
+        arg("--nproc", type=int, default=2, help="processes to start (default 2)"),
+        arg("--output", "-o", required=True, help="profile JSON to write"),
+        arg("--sizes", default="1KB..64MB",
+            help="message sizes: LO..HI (x4 steps), LO..HIx2, or a list 1KB,1MB "
+                 "(KB = 1024 bytes; default 1KB..64MB)"),
+        arg("--iters", type=int, default=10, help="timed runs per size (default 10)"),
+        arg("--warmup", type=int, default=3, help="untimed runs per size first (default 3)"),
+        arg("--backend", choices=["auto", "gloo", "nccl"], default="auto",
+            help="auto: NCCL when CUDA is available, else gloo"),
+        arg("--ops", default="", help="comma list of ops to measure (default: all)"),
+        arg("--timeout", type=float, default=600.0,
+            help="kill every process after this many seconds (default 600)"),
+        arg("--force", action="store_true", help="replace an existing --output file"),
+        arg("--no-progress", action="store_true", help="no progress bar on stderr"),
+    ),
+)

@@ -1,0 +1,172 @@
+"""``simulate PATH``: predict the traced job at another scale, layout or cluster."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from echo_sim.commands.spec import Command, Result, arg
+
+__all__ = ["COMMAND", "render"]
+
+MAX_WRITTEN_RANKS = 64
+
+DESCRIPTION = """\
+Predict one training iteration of the traced model on DP x TP x PP GPUs of a cluster, from
+a one-rank (or few-rank) trace: iteration time, throughput, a per-rank breakdown (compute,
+exposed communication, pipeline bubble, idle) and peak memory per rank, with an
+out-of-memory verdict against --memory-limit (default: the GPU's memory).
+
+Each traced operator is scaled to the target micro-batch (a least-squares line over
+--batch-trace traces at other sizes, else fixed overhead + linear), to the target GPU
+(roofline on the trace's FLOPs and bytes, or --compute-factor), sharded by tensor
+parallelism (Megatron: qkv/fc1 column, proj/fc2 row, 2+2 all-reduces per block), split into
+pipeline stages (--schedule gpipe|1f1b|interleaved) and synchronised by DDP buckets
+(25 MiB, overlapping backward), a parameter server or FSDP (--fsdp). Collectives cost what
+--comm-profile measured where it covers the group, else the cluster preset's alpha-beta
+model. One rank per pipeline stage is simulated (data- and tensor-parallel peers are
+identical); --mode full simulates every rank.
+
+--output DIR writes the simulated timeline as per-rank echo traces (one directory per
+simulated rank, at most 64) that statistic / critical / combine read.
+"""
+
+
+def _fmt_bytes(n: float) -> str:
+    for unit, div in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(n) >= div:
+            return f"{n / div:.2f} {unit}"
+    return f"{int(n)} B"
+
+
+def render(res: Any) -> str:
+    """The text report of a :class:`~echo_sim.simulate.SimResult`."""
+    c = res.config
+    lines = [
+        f"simulated dp={c.dp} tp={c.tp} pp={c.pp} ({res.world_size} GPUs = {res.nodes} nodes x "
+        f"{res.gpus_per_node}, {c.cluster}), {c.schedule}, micro-batch {res.micro_batch}, "
+        f"global batch {res.global_batch} ({res.micro_batches} micro-batches)",
+        f"iteration time   {res.iteration_time_us / 1e3:.3f} ms",
+        f"throughput       {res.samples_per_s:.2f} samples/s"
+        + (f", {res.tokens_per_s:.0f} tokens/s" if res.tokens_per_s else ""),
+        "",
+        f"{'rank':>6} {'stage':>5} {'compute ms':>11} {'exposed comm':>13} {'bubble ms':>10} "
+        f"{'idle ms':>8} {'peak memory':>12}",
+    ]
+    for r in res.ranks:
+        lines.append(f"{r.rank:>6} {r.stage:>5} {r.compute_us / 1e3:>11.3f} "
+                     f"{r.exposed_comm_us / 1e3:>13.3f} {r.bubble_us / 1e3:>10.3f} "
+                     f"{r.idle_us / 1e3:>8.3f} {_fmt_bytes(r.peak_memory_bytes):>12}")
+    if c.mode == "symmetric" and res.world_size > len(res.ranks):
+        lines.append(f"(one representative rank per pipeline stage; the other "
+                     f"{res.world_size - len(res.ranks)} ranks are data/tensor-parallel peers)")
+    verdict = "OUT OF MEMORY" if res.oom else "fits"
+    lines += ["", f"peak memory      {_fmt_bytes(res.max_peak_memory_bytes)} of "
+                  f"{_fmt_bytes(res.memory_limit_bytes)} limit: {verdict}", "", "models:"]
+    lines += [f"  {m}" for m in res.models]
+    return "\n".join(lines)
+
+
+def run(opts: Any) -> Result:
+    from echo_sim.load import load_trace
+    from echo_sim.memory_model import parse_bytes
+    from echo_sim.simulate import SimConfig, simulate
+
+    config = SimConfig(
+        dp=opts.dp, tp=opts.tp, pp=opts.pp, micro_batch=opts.micro_batch,
+        global_batch=opts.global_batch, schedule=opts.schedule,
+        virtual_stages=opts.virtual_stages, nodes=opts.nodes, gpus_per_node=opts.gpus_per_node,
+        cluster=opts.cluster, gpu=opts.gpu, fsdp=opts.fsdp, recompute=opts.recompute,
+        comm_profile=opts.comm_profile,
+        memory_limit_bytes=parse_bytes(opts.memory_limit) if opts.memory_limit else None,
+        compute_factor=opts.compute_factor, data_parallel=opts.data_parallel,
+        stage_split=opts.stage_split, mode=opts.mode,
+        vocab_parallel=not opts.no_vocab_parallel)
+    trace = load_trace(opts.paths[0])
+    extra = tuple(load_trace(p) for p in opts.batch_trace or ())
+    res = simulate(trace, config, batch_traces=extra, keep=bool(opts.output))
+    data = res.to_dict()
+    data["source"] = opts.paths[0]
+    text = render(res)
+    if opts.output:
+        from echo_sim.export import write_echo_dirs
+
+        timeline = res.to_trace()
+        ranks = sorted(timeline.ranks)
+        note = ""
+        if len(ranks) > MAX_WRITTEN_RANKS:
+            keep = set(ranks[:: max(1, len(ranks) // MAX_WRITTEN_RANKS)][:MAX_WRITTEN_RANKS])
+            timeline = _subset(timeline, keep)
+            note = f" (representative {len(keep)} of {len(ranks)} simulated ranks)"
+        dirs = write_echo_dirs(timeline, opts.output, overwrite=opts.force)
+        data["output"] = [str(d) for d in dirs]
+        text += f"\n\nwrote {len(dirs)} simulated rank trace(s) to {opts.output}{note}"
+        if config.mode == "symmetric" and res.world_size > len(ranks):
+            text += "; one representative rank per pipeline stage"
+    return Result(text, data)
+
+
+def _subset(trace: Any, keep: set[int]) -> Any:
+    import numpy as np
+
+    from echo_sim.trace.model import Trace
+
+    rows = np.flatnonzero(np.isin(trace.events.rank, sorted(keep)))
+    return Trace(events=trace.events.take(rows), names=trace.names,
+                 ranks={r: i for r, i in trace.ranks.items() if r in keep}, steps=trace.steps,
+                 groups=trace.groups, kinds=trace.kinds, source_format=trace.source_format,
+                 source=trace.source)
+
+
+COMMAND = Command(
+    name="simulate",
+    help="predict iteration time, throughput and memory at another scale / layout / cluster",
+    description=DESCRIPTION,
+    run=run,
+    args=(
+        arg("--dp", type=int, default=1, help="data-parallel degree (default 1)"),
+        arg("--tp", type=int, default=1, help="tensor-parallel degree (default 1)"),
+        arg("--pp", type=int, default=1, help="pipeline stages (default 1)"),
+        arg("--micro-batch", type=int, default=None,
+            help="samples per micro-batch (default: the traced one)"),
+        arg("--global-batch", type=int, default=None,
+            help="samples per iteration over all data-parallel ranks (default: dp x "
+                 "micro-batch, x pp with pipelining)"),
+        arg("--schedule", choices=["gpipe", "1f1b", "interleaved"], default="1f1b",
+            help="pipeline schedule (default 1f1b)"),
+        arg("--virtual-stages", type=int, default=1,
+            help="model chunks per pipeline rank for --schedule interleaved (default 1)"),
+        arg("--nodes", type=int, default=None, help="nodes (default: enough for dp x tp x pp)"),
+        arg("--gpus-per-node", type=int, default=None,
+            help="GPUs per node (default: the cluster preset's, at most dp x tp x pp)"),
+        arg("--cluster", default="dgx-h100",
+            help="cluster preset: dgx-a100, dgx-h100, dgx-h200, dgx2-v100, cpu-gloo "
+                 "(default dgx-h100)"),
+        arg("--gpu", default=None, help="target GPU preset (default: the cluster's)"),
+        arg("--fsdp", action="store_true", help="FSDP / ZeRO-3 instead of DDP"),
+        arg("--recompute", action="store_true", help="full activation recomputation"),
+        arg("--comm-profile", metavar="FILE", default=None,
+            help="measured collective profile (from profile-comm)"),
+        arg("--memory-limit", metavar="SIZE", default=None,
+            help="device memory limit, e.g. 80GB (10^9) or 80GiB (2^30) "
+                 "(default: the GPU's memory)"),
+        arg("--compute-factor", type=float, default=None,
+            help="multiply every traced op time by this (your measured target/traced ratio) "
+                 "instead of the roofline model"),
+        arg("--data-parallel", choices=["ddp", "ps"], default="ddp",
+            help="gradient synchronisation without --fsdp: DDP all-reduce or parameter "
+                 "server push/pull (default ddp)"),
+        arg("--stage-split", choices=["time", "even"], default="time",
+            help="pipeline split: balance measured time, or even block counts (default time)"),
+        arg("--no-vocab-parallel", action="store_true",
+            help="with --tp: keep the embedding and head replicated instead of "
+                 "vocab-parallel"),
+        arg("--batch-trace", action="append", metavar="PATH",
+            help="a trace of the same model at another micro-batch size (repeatable): "
+                 "fits time = a + b x batch per op"),
+        arg("--mode", choices=["symmetric", "full"], default="symmetric",
+            help="simulate one rank per pipeline stage (default) or every rank"),
+        arg("--output", "-o", metavar="DIR", default=None,
+            help="write the simulated timeline as per-rank echo traces under DIR"),
+        arg("--force", action="store_true", help="overwrite files under --output"),
+    ),
+)

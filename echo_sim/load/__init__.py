@@ -1,0 +1,60 @@
+"""Read any supported trace into the one in-memory :class:`~echo_sim.trace.model.Trace`.
+
+``load_trace(path)`` looks at what the path holds (see :mod:`echo_sim.load.discover`):
+echo_trace rank directories, ByteProfile/dPRO directories, or PyTorch profiler (Kineto)
+JSON files; one rank directory, a root of many, or a single file. Bad input ends in one
+:class:`~echo_sim.errors.EchoError` whose one-line message names the file and the problem.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+
+from echo_sim.load.byteprofile import load_byteprofile
+from echo_sim.load.discover import FORMATS, RankSource, discover
+from echo_sim.load.echo import load_echo
+from echo_sim.load.kineto import load_kineto
+from echo_sim.trace.model import Trace
+from echo_sim.validate import FATAL_RULES, raise_fatal, validate
+
+__all__ = ["FORMATS", "PROGRESS_MIN_FILES", "RankSource", "discover", "load_trace"]
+
+PROGRESS_MIN_FILES = 8
+"""With ``progress=None``, a bar is shown for this many files or more (stderr a tty)."""
+
+_LOADERS = {"echo": load_echo, "byteprofile": load_byteprofile, "kineto": load_kineto}
+
+
+def _progress_wrapper(
+    progress: bool | None, n_files: int, what: str
+) -> Callable[[Sequence[RankSource]], Iterable[RankSource]]:
+    show = progress if progress is not None else (
+        n_files >= PROGRESS_MIN_FILES and sys.stderr.isatty())
+    if not show:
+        return iter
+    from tqdm import tqdm
+
+    def wrap(sources: Sequence[RankSource]) -> Iterable[RankSource]:
+        return tqdm(sources, desc=f"loading {what}", unit="rank", file=sys.stderr,
+                    leave=False)
+
+    return wrap
+
+
+def load_trace(path: str | Path, *, progress: bool | None = None) -> Trace:
+    """Load the trace at ``path`` (any format, any supported layout).
+
+    ``progress``: show a tqdm bar on stderr while reading rank files; ``None`` shows one
+    when stderr is a terminal and there are at least :data:`PROGRESS_MIN_FILES` files.
+
+    Raises :class:`~echo_sim.errors.TraceNotFoundError` (missing path, no trace),
+    :class:`~echo_sim.errors.TraceFormatError` (unreadable, truncated, malformed, cyclic
+    dag) or :class:`~echo_sim.errors.TraceMismatchError` (ranks with different steps).
+    """
+    fmt, sources = discover(path)
+    wrap = _progress_wrapper(progress, len(sources), fmt)
+    trace = _LOADERS[fmt](sources, source=str(path), wrap=wrap)
+    raise_fatal(validate(trace, FATAL_RULES), str(path))
+    return trace

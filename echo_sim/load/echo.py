@@ -1,0 +1,393 @@
+"""Loader for echo_trace directories (``docs/trace-format.md``: trace.json[.gz], meta.json, dag.gml).
+
+This is the loader that meets big traces (64 ranks, 10^6 events), so it skips the
+per-event :meth:`TraceBuilder.add` call: each file's events become Python lists one
+column at a time (list comprehensions over the parsed dicts) and then numpy arrays, and
+the per-rank tables are concatenated in rank order (each already sorted by time). The
+result is the same :class:`~echo_sim.trace.model.Trace` the builder would produce.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from echo_sim.errors import TraceFormatError
+from echo_sim.load.discover import RankSource
+from echo_sim.load.jsonio import read_json, read_trace_events
+from echo_sim.trace.model import (
+    COLLECTIVES,
+    Cat,
+    Counters,
+    Events,
+    RankInfo,
+    Trace,
+)
+from echo_sim.validate import common_steps
+
+__all__ = ["CAT_BY_LABEL", "load_echo", "occurrences", "read_dag"]
+
+CAT_BY_LABEL: dict[str, int] = {
+    "FW": int(Cat.FW), "BW": int(Cat.BW), "Comm": int(Cat.COMM), "UPDATE": int(Cat.UPDATE),
+    "step": int(Cat.STEP), "STEP": int(Cat.STEP),
+}
+_COLL_INDEX = {c: i for i, c in enumerate(COLLECTIVES)}
+_EMPTY: dict[str, Any] = {}
+# Comm args that have their own column; the rest stay in Trace.comm_args.
+_COMM_COLUMNS = frozenset({"step", "occ", "collective", "bytes", "group_ranks", "seq", "peer"})
+
+
+class _Interner:
+    """str/tuple -> dense int, shared across all ranks of one load."""
+
+    def __init__(self) -> None:
+        self.ids: dict[Any, int] = {}
+
+    def many(self, keys: Iterable[Any]) -> list[int]:
+        d = self.ids
+        sd = d.setdefault
+        return [sd(k, len(d)) for k in keys]
+
+    def one(self, key: Any) -> int:
+        return self.ids.setdefault(key, len(self.ids))
+
+    def values(self) -> list[Any]:
+        return list(self.ids)
+
+
+def occurrences(step: np.ndarray, name: np.ndarray) -> np.ndarray:
+    """0-based occurrence of each row's name within its step, rows in time order (one rank)."""
+    n = step.shape[0]
+    if n == 0:
+        return np.zeros(0, np.int32)
+    key = step.astype(np.int64) * (int(name.max()) + 1) + name.astype(np.int64)
+    order = np.argsort(key, kind="stable")
+    k = key[order]
+    start = np.ones(n, dtype=bool)
+    start[1:] = k[1:] != k[:-1]
+    first = np.maximum.accumulate(np.where(start, np.arange(n), 0))
+    occ = np.empty(n, np.int32)
+    occ[order] = np.arange(n) - first
+    return occ
+
+
+def _int_list(values: Sequence[Any], what: str, f: Path) -> np.ndarray:
+    arr = np.asarray(values, dtype=np.int64)
+    if arr.ndim != 1:
+        raise TraceFormatError(f"{f}: {what} must be numbers")
+    return arr
+
+
+class _RankTable:
+    """Columns of one rank's events, time-sorted, plus its Comm args and counters."""
+
+    def __init__(self, cols: dict[str, np.ndarray], comm_args: dict[int, dict[str, Any]],
+                 counters: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
+        self.cols = cols
+        self.comm_args = comm_args
+        self.counters = counters
+
+
+def _columns(f: Path, rank: int, events: list[Any], names: _Interner, kinds: _Interner,
+             groups: _Interner, series: _Interner) -> _RankTable:
+    """Turn one file's parsed events into sorted numpy columns (see module docstring)."""
+    try:
+        return _columns_unchecked(f, rank, events, names, kinds, groups, series)
+    except TraceFormatError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as e:
+        raise TraceFormatError(f"{f}: malformed event: {_first_bad(events) or e}") from None
+
+
+def _first_bad(events: list[Any]) -> str:
+    """Slow pass that names the first malformed event (only run after a failure)."""
+    for i, e in enumerate(events):
+        if not isinstance(e, dict):
+            return f"traceEvents[{i}] is a {type(e).__name__}, expected an object"
+        ph = e.get("ph")
+        if ph not in ("X", "C"):
+            continue
+        for key in ("name", "ts") + (("dur",) if ph == "X" else ()):
+            if key not in e:
+                return f"traceEvents[{i}] ({ph}) has no '{key}'"
+        if not isinstance(e["name"], str):
+            return f"traceEvents[{i}]: 'name' is not a string"
+        for key in ("ts", "dur"):
+            v = e.get(key, 0)
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                return f"traceEvents[{i}]: '{key}' is {v!r}, expected a number"
+        args = e.get("args", {})
+        if not isinstance(args, dict):
+            return f"traceEvents[{i}]: 'args' is not an object"
+        for key, v in args.items():
+            if key in ("step", "occ", "bytes", "seq", "peer", "param_bytes", "in_bytes",
+                       "out_bytes") and (isinstance(v, bool) or not isinstance(v, int)):
+                return f"traceEvents[{i}]: args.{key} is {v!r}, expected an integer"
+    return ""
+
+
+def _columns_unchecked(f: Path, rank: int, events: list[Any], names: _Interner,
+                       kinds: _Interner, groups: _Interner, series: _Interner) -> _RankTable:
+    xs = [e for e in events if e.get("ph") == "X"]
+    cs = [e for e in events if e.get("ph") == "C"]
+    name_list = [e["name"] for e in xs]
+    if not all(type(n) is str for n in name_list):
+        raise TypeError("event name is not a string")
+    n = len(xs)
+    ts = np.asarray([e["ts"] for e in xs], dtype=np.float64)
+    dur = np.asarray([e["dur"] for e in xs], dtype=np.float64)
+    tid = np.asarray([e.get("tid", 0) for e in xs], dtype=np.int32)
+    args = [e.get("args") or _EMPTY for e in xs]
+    cat = np.asarray([CAT_BY_LABEL.get(e.get("cat"), 5) for e in xs], dtype=np.int8)
+    step = np.asarray([a.get("step", -1) for a in args], dtype=np.int32)
+    occ = np.asarray([a.get("occ", -1) for a in args], dtype=np.int32)
+    name = np.asarray(names.many(name_list), dtype=np.int32)
+    kind = np.asarray(
+        [kinds.one(t) if (t := a.get("type")) else -1 for a in args], dtype=np.int32)
+    param_bytes = np.asarray([a.get("param_bytes", 0) for a in args], dtype=np.int64)
+    in_bytes = np.asarray([a.get("in_bytes", 0) for a in args], dtype=np.int64)
+    out_bytes = np.asarray([a.get("out_bytes", 0) for a in args], dtype=np.int64)
+    flops = np.asarray([a.get("flops", 0.0) for a in args], dtype=np.float64)
+    coll = np.full(n, -1, np.int16)
+    nbytes = np.zeros(n, np.int64)
+    group = np.full(n, -1, np.int32)
+    seq = np.full(n, -1, np.int64)
+    peer = np.full(n, -1, np.int32)
+    comm_rows = np.flatnonzero(cat == int(Cat.COMM)).tolist()
+    comm_args: dict[int, dict[str, Any]] = {}
+    for i in comm_rows:
+        a = args[i]
+        c = a.get("collective")
+        coll[i] = _COLL_INDEX.get(c, -1) if isinstance(c, str) else -1
+        nbytes[i] = a.get("bytes", 0)
+        g = a.get("group_ranks")
+        if g is not None:
+            group[i] = groups.one(tuple(sorted(int(r) for r in g)))
+        seq[i] = a.get("seq", -1)
+        peer[i] = a.get("peer", -1)
+        extra = {k: v for k, v in a.items() if k not in _COMM_COLUMNS}
+        if extra:
+            comm_args[i] = extra
+    order = np.argsort(ts, kind="stable")
+    cols = {
+        "rank": np.full(n, rank, np.int32), "step": step, "cat": cat, "name": name, "tid": tid,
+        "ts_us": ts, "dur_us": dur, "occ": occ, "coll": coll, "nbytes": nbytes,
+        "group": group, "seq": seq, "peer": peer, "kind": kind, "param_bytes": param_bytes,
+        "in_bytes": in_bytes, "out_bytes": out_bytes, "flops": flops,
+    }
+    cols = {k: v[order] for k, v in cols.items()}
+    if n and (cols["occ"] < 0).any():
+        missing = cols["occ"] < 0
+        cols["occ"][missing] = occurrences(cols["step"], cols["name"])[missing]
+    inverse = np.empty(n, np.int64)
+    inverse[order] = np.arange(n)
+    comm_args = {int(inverse[i]): a for i, a in comm_args.items()}
+    c_ts: list[float] = []
+    c_series: list[int] = []
+    c_value: list[float] = []
+    for e in cs:
+        t = e["ts"]
+        for key, v in (e.get("args") or _EMPTY).items():
+            c_ts.append(t)
+            c_series.append(series.one(key))
+            c_value.append(v)
+    counters = (np.asarray(c_ts, np.float64), np.asarray(c_series, np.int32),
+                np.asarray(c_value, np.float64))
+    return _RankTable(cols, comm_args, counters)
+
+
+# --------------------------------------------------------------------------- dag.gml
+def read_dag(path: Path) -> nx.DiGraph:
+    """Read a ``dag.gml`` as a DiGraph keyed by node label; reject unreadable or cyclic ones.
+
+    A fast line parser handles the flat layout ``networkx.write_gml`` produces (one
+    ``key value`` per line, node/edge blocks); anything else goes to ``networkx.read_gml``.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise TraceFormatError(f"{path}: unreadable dag.gml ({e})") from None
+    g = _fast_gml(text)
+    if g is None:
+        try:
+            parsed = nx.parse_gml(text, label="label")
+        except (nx.NetworkXError, ValueError, KeyError, IndexError, TypeError) as e:
+            msg = " ".join(str(e).split())[:160]
+            raise TraceFormatError(f"{path}: unreadable dag.gml ({msg})") from None
+        if not parsed.is_directed():
+            raise TraceFormatError(f"{path}: dag.gml is not a directed graph (add 'directed 1')")
+        g = nx.DiGraph(parsed)
+    if not nx.is_directed_acyclic_graph(g):
+        cycle = nx.find_cycle(g)
+        path_s = " -> ".join(str(u) for u, _ in cycle[:4])
+        raise TraceFormatError(f"{path}: dag.gml has a cycle ({path_s} -> ...), expected a DAG")
+    return g
+
+
+def _gml_value(v: str) -> Any:
+    if v.startswith('"'):
+        if len(v) < 2 or not v.endswith('"'):
+            raise ValueError(v)
+        s = v[1:-1]
+        return html.unescape(s) if "&" in s else s
+    try:
+        return int(v)
+    except ValueError:
+        return float(v)
+
+
+def _fast_gml(text: str) -> nx.DiGraph | None:
+    """Parse networkx's own flat GML layout; None when the text is anything else."""
+    lines = text.split("\n")
+    g = nx.DiGraph()
+    ids: dict[int, Any] = {}
+    edges: list[tuple[int, int, dict[str, Any]]] = []
+    block: dict[str, Any] | None = None
+    kind = ""
+    depth = 0
+    directed = False
+    try:
+        for raw in lines:
+            s = raw.strip()
+            if not s:
+                continue
+            if block is not None:
+                if s == "]":
+                    if kind == "node":
+                        nid = block.pop("id")
+                        label = block.pop("label", nid)
+                        if nid in ids or label in g:
+                            return None
+                        ids[nid] = label
+                        g.add_node(label, **block)
+                    else:
+                        edges.append((block.pop("source"), block.pop("target"), block))
+                    block = None
+                    continue
+                key, _, val = s.partition(" ")
+                if not val or val.endswith("[") or key in block:
+                    return None
+                block[key] = _gml_value(val)
+            elif s in ("node [", "edge ["):
+                block, kind = {}, s[:4]
+            elif s == "graph [":
+                depth += 1
+            elif s == "]":
+                depth -= 1
+            elif s == "directed 1":
+                directed = True
+            else:
+                key, _, val = s.partition(" ")
+                if not val or val.endswith("["):
+                    return None
+                g.graph[key] = _gml_value(val)
+    except (ValueError, KeyError):
+        return None
+    if block is not None or depth != 0 or not directed:
+        return None
+    try:
+        g.add_edges_from((ids[u], ids[v], a) for u, v, a in edges)
+    except KeyError:
+        return None
+    g.graph.pop("directed", None)
+    return g
+
+
+# --------------------------------------------------------------------------- loader
+def _meta(src: RankSource) -> dict[str, Any]:
+    if src.meta_file is None:
+        return {}
+    meta = read_json(src.meta_file)
+    if not isinstance(meta, dict):
+        raise TraceFormatError(f"{src.meta_file}: expected a JSON object")
+    return meta
+
+
+def _int_field(d: dict[str, Any], key: str, default: int, where: Path) -> int:
+    v = d.get(key, default)
+    if v is None:
+        return default
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        raise TraceFormatError(f"{where}: '{key}' is {v!r}, expected a non-negative integer")
+    return v
+
+
+def _rank_info(src: RankSource, meta: dict[str, Any], other: dict[str, Any],
+               index: int) -> RankInfo:
+    where = src.meta_file or src.trace_file
+    info = {**other, **meta}
+    rank = _int_field(info, "rank", index, where)
+    world = _int_field(info, "world_size", 1, where)
+    offset = info.get("clock_offset_us", 0.0)
+    if isinstance(offset, bool) or not isinstance(offset, (int, float)):
+        raise TraceFormatError(f"{where}: 'clock_offset_us' is {offset!r}, expected a number")
+    return RankInfo(
+        rank=rank, world_size=max(world, rank + 1),
+        local_rank=_int_field(info, "local_rank", 0, where),
+        node_rank=_int_field(info, "node_rank", 0, where),
+        host=str(info.get("host", "")), device=str(info.get("device", "cpu")),
+        backend=str(info.get("backend", "")), clock_offset_us=float(offset),
+        source=str(src.directory or src.trace_file), meta=meta,
+    )
+
+
+def load_echo(sources: Sequence[RankSource], *, source: str = "",
+              wrap: Callable[[Sequence[RankSource]], Iterable[RankSource]] = iter) -> Trace:
+    """Read echo rank directories into one :class:`Trace` (``wrap`` adds a progress bar)."""
+    names, kinds, groups, series = _Interner(), _Interner(), _Interner(), _Interner()
+    tables: list[_RankTable] = []
+    ranks: dict[int, RankInfo] = {}
+    dags: dict[int, Any] = {}
+    for index, src in enumerate(wrap(sources)):
+        meta = _meta(src)
+        events, top = read_trace_events(src.trace_file)
+        other = top.get("otherData") if isinstance(top.get("otherData"), dict) else {}
+        info = _rank_info(src, meta, other or {}, index)
+        if info.rank in ranks:
+            raise TraceFormatError(
+                f"{src.trace_file}: rank {info.rank} appears twice "
+                f"(also in {ranks[info.rank].source})"
+            )
+        ranks[info.rank] = info
+        if not all(isinstance(e, dict) for e in events):
+            raise TraceFormatError(f"{src.trace_file}: malformed event: {_first_bad(events)}")
+        tables.append(_columns(src.trace_file, info.rank, events, names, kinds, groups, series))
+        del events, top
+        if src.dag_file is not None:
+            dags[info.rank] = read_dag(src.dag_file)
+    order = sorted(range(len(tables)), key=lambda i: int(tables[i].cols["rank"][0])
+                   if len(tables[i].cols["rank"]) else 0)
+    rank_keys = [r for r in ranks]
+    tables = [tables[i] for i in order]
+    rank_of_table = [rank_keys[i] for i in order]
+    events = Events.concat([Events(**t.cols) for t in tables])
+    comm_args: dict[int, dict[str, Any]] = {}
+    offset = 0
+    for t in tables:
+        for row, a in t.comm_args.items():
+            comm_args[offset + row] = a
+        offset += len(t.cols["ts_us"])
+    counters = Counters(
+        np.concatenate([np.full(len(t.counters[0]), r, np.int32)
+                        for t, r in zip(tables, rank_of_table, strict=True)] or [np.zeros(0, np.int32)]),
+        np.concatenate([t.counters[0] for t in tables] or [np.zeros(0)]),
+        np.concatenate([t.counters[1] for t in tables] or [np.zeros(0, np.int32)]),
+        np.concatenate([t.counters[2] for t in tables] or [np.zeros(0)]),
+    )
+    step_sets = {r: _steps_of(t.cols["step"]) for t, r in zip(tables, rank_of_table, strict=True)}
+    return Trace(
+        events=events, names=names.values(), ranks=dict(sorted(ranks.items())),
+        steps=common_steps(step_sets, source), groups=groups.values(), kinds=kinds.values(),
+        counters=counters, counter_names=series.values(), dags=dags, comm_args=comm_args,
+        source_format="echo", source=source,
+    )
+
+
+def _steps_of(step: np.ndarray) -> list[int]:
+    u = np.unique(step)
+    return [int(s) for s in u[u >= 0]]

@@ -1,0 +1,299 @@
+"""Measure real collective times on this machine: the data behind a :class:`CommProfile`.
+
+The one echo_sim module that imports torch, and only inside its functions.
+:func:`measure_comm_profile` starts ``nproc`` processes itself (``torch.multiprocessing``
+spawn, a ``FileStore`` rendezvous in a temporary directory: no ports), gloo on CPU or NCCL
+when CUDA is available (one GPU per process; on CPU each process counts as one device), and
+times, for every message size:
+
+* ``all_reduce``, ``all_gather`` (``all_gather_single``), ``reduce_scatter``
+  (``reduce_scatter_single``), ``all_to_all`` (``all_to_all_single``), ``broadcast`` (from
+  rank 0) over all processes, and
+* ``send``: a ping-pong between ranks 0 and 1, halved (one-way time).
+
+Method (as nccl-tests and the OSU micro-benchmarks do): ``warmup`` untimed runs, then
+``iters`` timed runs each preceded by a barrier; a run's time is the slowest rank's
+(all-reduce MAX of the per-rank times); the profile keeps the median. Sizes are whole-buffer
+bytes (nccl-tests convention) of float32 tensors, rounded to a multiple of 4·nproc bytes.
+A hard timeout kills every process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from echo_sim.comm_profile import CommProfile
+from echo_sim.errors import ConfigError, ProfileError
+
+__all__ = [
+    "DEFAULT_SIZES",
+    "PROFILE_OPS",
+    "ProfileSpec",
+    "measure_comm_profile",
+    "parse_size",
+    "parse_sizes",
+]
+
+PROFILE_OPS: tuple[str, ...] = (
+    "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send",
+)
+
+_UNITS = {"": 1, "B": 1, "K": 1 << 10, "KB": 1 << 10, "KIB": 1 << 10, "M": 1 << 20,
+          "MB": 1 << 20, "MIB": 1 << 20, "G": 1 << 30, "GB": 1 << 30, "GIB": 1 << 30}
+
+
+def parse_size(text: str) -> int:
+    """``"64MB"`` → 67108864. Units are binary (KB = 1024 bytes, as nccl-tests counts)."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*", text)
+    unit = m.group(2).upper() if m else ""
+    if m is None or unit not in _UNITS:
+        raise ConfigError(f"bad size {text!r}; use a number with B, KB, MB or GB, e.g. 64KB")
+    n = int(float(m.group(1)) * _UNITS[unit])
+    if n < 1:
+        raise ConfigError(f"size {text!r} must be at least 1 byte")
+    return n
+
+
+def parse_sizes(text: str) -> tuple[int, ...]:
+    """Message sizes: ``"1KB..64MB"`` (×4 steps), ``"1KB..64MBx2"`` (×2), or ``"1KB,8KB,1MB"``."""
+    m = re.fullmatch(r"\s*([^.,]+)\.\.([^x,]+?)(?:x(\d+))?\s*", text)
+    if m is None:
+        sizes = [parse_size(s) for s in text.split(",") if s.strip()]
+        if not sizes:
+            raise ConfigError(f"bad --sizes {text!r}; e.g. 1KB..64MB, 1KB..64MBx2, 1KB,1MB")
+        return tuple(sorted(set(sizes)))
+    lo, hi = parse_size(m.group(1)), parse_size(m.group(2))
+    factor = int(m.group(3) or 4)
+    if hi < lo or factor < 2:
+        raise ConfigError(f"bad --sizes {text!r}: need LO <= HI and a step factor >= 2")
+    out = [lo]
+    while out[-1] * factor <= hi:
+        out.append(out[-1] * factor)
+    return tuple(out)
+
+
+DEFAULT_SIZES: tuple[int, ...] = parse_sizes("1KB..64MB")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProfileSpec:
+    """What to measure. ``backend``: ``auto`` (NCCL with CUDA, else gloo), ``gloo`` or ``nccl``."""
+
+    nproc: int = 2
+    sizes_bytes: tuple[int, ...] = DEFAULT_SIZES
+    iters: int = 10
+    warmup: int = 3
+    backend: str = "auto"
+    ops: tuple[str, ...] = PROFILE_OPS
+    timeout_s: float = 600.0
+    progress: bool = True
+    extra: dict[str, Any] = field(default_factory=dict, hash=False)
+
+    def __post_init__(self) -> None:
+        if self.nproc < 2:
+            raise ConfigError(f"--nproc {self.nproc}: need at least 2 processes")
+        if self.iters < 1 or self.warmup < 0:
+            raise ConfigError(f"--iters {self.iters} / warmup {self.warmup}: need iters >= 1, "
+                              f"warmup >= 0")
+        if self.backend not in ("auto", "gloo", "nccl"):
+            raise ConfigError(f"--backend {self.backend!r}; valid: auto, gloo, nccl")
+        bad = [o for o in self.ops if o not in PROFILE_OPS]
+        if bad or not self.ops:
+            raise ConfigError(f"--ops {','.join(bad) or '(none)'}; valid: {', '.join(PROFILE_OPS)}")
+        if not self.sizes_bytes or min(self.sizes_bytes) < 1:
+            raise ConfigError("sizes must be positive byte counts")
+        if not self.timeout_s > 0:
+            raise ConfigError(f"--timeout {self.timeout_s} must be > 0")
+
+
+# ------------------------------------------------------------------------------ worker side
+def _numel(nbytes: int, nproc: int) -> int:
+    """float32 elements for ``nbytes``, a positive multiple of ``nproc``."""
+    return max(nproc, round(nbytes / 4 / nproc) * nproc)
+
+
+def _make_op(op: str, numel: int, rank: int, nproc: int, device: Any) -> Any:
+    """A no-argument callable running ``op`` once on preallocated tensors."""
+    import torch
+    import torch.distributed as dist
+
+    x = torch.ones(numel, dtype=torch.float32, device=device)
+    part = torch.empty(numel // nproc, dtype=torch.float32, device=device)
+    full = torch.empty(numel, dtype=torch.float32, device=device)
+    gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
+    scatter = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
+    if op == "all_reduce":
+        return lambda: dist.all_reduce(x)
+    if op == "all_gather":
+        return lambda: gather(full, part)  # whole output = numel
+    if op == "reduce_scatter":
+        return lambda: scatter(part, x)  # whole input = numel
+    if op == "all_to_all":
+        return lambda: dist.all_to_all_single(full, x)
+    if op == "broadcast":
+        return lambda: dist.broadcast(x, 0)
+
+    def ping_pong() -> None:  # send: ranks 0 <-> 1; others idle
+        if rank == 0:
+            dist.send(x, 1)
+            dist.recv(x, 1)
+        elif rank == 1:
+            dist.recv(x, 0)
+            dist.send(x, 0)
+
+    return ping_pong
+
+
+def _worker(rank: int, nproc: int, store_path: str, backend: str, spec: ProfileSpec,
+            result_path: str) -> None:
+    import torch
+    import torch.distributed as dist
+
+    device: Any = "cpu"
+    if backend == "nccl":
+        torch.cuda.set_device(rank % torch.cuda.device_count())
+        device = torch.device("cuda", torch.cuda.current_device())
+    store = dist.FileStore(store_path, nproc)
+    dist.init_process_group(backend, store=store, rank=rank, world_size=nproc)
+    try:
+        sync = torch.cuda.synchronize if backend == "nccl" else (lambda: None)
+        bar = None
+        if rank == 0 and spec.progress:
+            from tqdm import tqdm
+
+            bar = tqdm(total=len(spec.ops) * len(spec.sizes_bytes), file=sys.stderr,
+                       desc="profile-comm", unit="size")
+        results: list[dict[str, Any]] = []
+        for op in spec.ops:
+            sizes, medians = [], []
+            for nbytes in spec.sizes_bytes:
+                numel = _numel(nbytes, nproc)
+                run = _make_op(op, numel, rank, nproc, device)
+                for _ in range(spec.warmup):
+                    run()
+                sync()
+                local = []
+                for _ in range(spec.iters):
+                    dist.barrier()
+                    sync()
+                    t0 = time.perf_counter()
+                    run()
+                    sync()
+                    local.append((time.perf_counter() - t0) * 1e6)
+                times = torch.tensor(local, dtype=torch.float64, device=device)
+                dist.all_reduce(times, op=dist.ReduceOp.MAX)  # a run ends with its slowest rank
+                med = statistics.median(times.cpu().tolist())
+                sizes.append(numel * 4)
+                medians.append(med / 2 if op == "send" else med)
+                if bar is not None:
+                    bar.set_postfix_str(f"{op} {numel * 4} B")
+                    bar.update(1)
+            results.append({"op": op, "group_size": 2 if op == "send" else nproc,
+                            "sizes_bytes": sizes, "times_us": medians})
+        if bar is not None:
+            bar.close()
+        if rank == 0:
+            name = torch.cuda.get_device_name(device) if backend == "nccl" else _cpu_name()
+            out = {"backend": backend, "device": "cuda" if backend == "nccl" else "cpu",
+                   "device_name": name, "torch_version": torch.__version__, "ops": results}
+            tmp = result_path + ".tmp"
+            Path(tmp).write_text(json.dumps(out))
+            os.replace(tmp, result_path)
+        dist.barrier()
+    finally:
+        dist.destroy_process_group()
+
+
+def _cpu_name() -> str:
+    import platform
+
+    return platform.processor() or platform.machine() or "cpu"
+
+
+# ------------------------------------------------------------------------------ parent side
+def _pick_backend(spec: ProfileSpec) -> str:
+    import torch
+
+    cuda = torch.cuda.is_available()
+    if spec.backend == "nccl":
+        if not cuda:
+            raise ConfigError("--backend nccl needs CUDA, and torch sees no GPU; use gloo")
+        if torch.cuda.device_count() < spec.nproc:
+            raise ConfigError(f"--backend nccl with --nproc {spec.nproc} needs that many GPUs; "
+                              f"this machine has {torch.cuda.device_count()}")
+        return "nccl"
+    if spec.backend == "auto" and cuda and torch.cuda.device_count() >= spec.nproc:
+        return "nccl"
+    return "gloo"
+
+
+def _one_line(text: str) -> str:
+    lines = [ln.strip() for ln in str(text).strip().splitlines() if ln.strip()]
+    return lines[-1] if lines else "unknown error"
+
+
+def measure_comm_profile(spec: ProfileSpec | None = None) -> CommProfile:
+    """Measure collectives in ``spec.nproc`` fresh processes; returns the fitted profile.
+
+    Raises :class:`ProfileError` if a process fails or the run exceeds ``spec.timeout_s``.
+    """
+    import torch.multiprocessing as mp
+    from torch.multiprocessing.spawn import ProcessException
+
+    spec = spec or ProfileSpec()
+    backend = _pick_backend(spec)
+    with tempfile.TemporaryDirectory(prefix="echo-profile-comm-") as d:
+        result_path = os.path.join(d, "result.json")
+        ctx = mp.start_processes(
+            _worker, args=(spec.nproc, os.path.join(d, "store"), backend, spec, result_path),
+            nprocs=spec.nproc, join=False, start_method="spawn",
+        )
+        deadline = time.monotonic() + spec.timeout_s
+        try:
+            while not ctx.join(timeout=0.5):
+                if time.monotonic() > deadline:
+                    raise ProfileError(f"profile-comm: processes still running after "
+                                       f"{spec.timeout_s:g} s (--timeout); killed")
+        except ProcessException as e:
+            raise ProfileError(f"profile-comm: a {backend} process failed: "
+                               f"{_one_line(str(e))}") from None
+        finally:
+            for p in ctx.processes:
+                if p.is_alive():
+                    p.kill()
+                    p.join(5)
+        try:
+            raw = json.loads(Path(result_path).read_text())
+        except (OSError, json.JSONDecodeError) as e:
+            raise ProfileError(f"profile-comm: rank 0 wrote no result ({e})") from None
+    samples = {
+        (r["op"], int(r["group_size"])): list(zip(r["sizes_bytes"], r["times_us"], strict=True))
+        for r in raw["ops"]
+    }
+    return CommProfile(
+        backend=raw["backend"], device=raw["device"], host=socket.gethostname(),
+        world_size=spec.nproc, samples=samples, nodes=1, device_name=raw["device_name"],
+        torch_version=raw["torch_version"], iters=spec.iters,
+        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    )
+
+
+def summary_rows(profile: CommProfile) -> Sequence[tuple[str, int, int, float, float]]:
+    """(op, group size, nbytes, time_us, algorithm bandwidth GB/s) per measured point."""
+    rows = []
+    for op, n in profile.ops:
+        for s, t in profile.samples[(op, n)]:
+            rows.append((op, n, s, t, s / t / 1e3))
+    return rows

@@ -1,0 +1,541 @@
+"""Predict a training job at another scale, layout or cluster from a one-rank trace.
+
+``simulate(trace, SimConfig(dp=8, tp=4, pp=2, ...))``:
+
+1. :func:`~echo_sim.workload.ops.extract_workload` — the per-op workload of one step;
+2. :mod:`echo_sim.batch_model` — each op's time at the target micro-batch;
+3. :mod:`echo_sim.compute_scaling` — each op's time on the target GPU;
+4. :mod:`echo_sim.workload.build` — pipeline split, tensor parallel, recomputation,
+   FSDP/DDP composed into one task graph per simulated rank, collectives priced by
+   :class:`~echo_sim.collectives.CommModel` (a measured ``comm_profile`` where it applies);
+5. :func:`echo_sim.engine.run` — the schedule; iteration time = the last rank's end;
+6. :mod:`echo_sim.memory_model` — peak memory per rank against the device limit.
+
+Time breakdown per rank (they sum to the iteration time): *compute* (the compute stream
+busy), *exposed communication* (a channel busy while compute is not), *pipeline bubble*
+(neither, before the rank's last backward, with pp > 1) and *idle* (the rest: waiting for
+other ranks at the end of the step).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from echo_sim.batch_model import make_batch_model
+from echo_sim.compute_scaling import compute_scaling, resolve_device
+from echo_sim.engine import Schedule, run
+from echo_sim.errors import ConfigError
+from echo_sim.memory_model import (
+    MemoryEstimate,
+    activation_bytes,
+    dtype_bytes,
+    model_state_bytes,
+    optimizer_states,
+)
+from echo_sim.trace.model import Cat, RankInfo, Trace, TraceBuilder
+from echo_sim.workload.build import Built, Layout, Plan, build_graph, make_plan
+from echo_sim.workload.data_parallel import DP_MODES
+from echo_sim.workload.fsdp import fsdp_units
+from echo_sim.workload.ops import Workload, extract_workload
+from echo_sim.workload.pipeline import SCHEDULES, STAGE_SPLITS, stage_actions
+from echo_sim.workload.tensor_parallel import check_tensor_parallel, tp_param_bytes
+
+__all__ = ["MODES", "RankBreakdown", "SimConfig", "SimResult", "simulate"]
+
+MODES: tuple[str, ...] = ("symmetric", "full")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SimConfig:
+    """The job to predict. ``None`` fields are derived (see each)."""
+
+    dp: int = 1
+    tp: int = 1
+    pp: int = 1
+    micro_batch: int | None = None  # default: the traced micro-batch
+    global_batch: int | None = None  # default: dp · micro_batch · pp micro-batches (pp > 1)
+    schedule: str = "1f1b"
+    virtual_stages: int = 1
+    nodes: int | None = None  # default: ceil(world / gpus_per_node)
+    gpus_per_node: int | None = None  # default: min(world, the preset's)
+    cluster: str = "dgx-h100"
+    gpu: str | None = None  # default: the cluster's GPU
+    fsdp: bool = False
+    recompute: bool = False
+    comm_profile: str | None = None
+    memory_limit_bytes: int | None = None  # default: the GPU's memory
+    compute_factor: float | None = None
+    data_parallel: str = "ddp"
+    bucket_cap_bytes: int = 25 * 1024 * 1024
+    stage_split: str = "time"
+    mode: str = "symmetric"
+    link_contention: bool = False
+    vocab_parallel: bool = True  # tp: shard the token embedding and head by vocabulary
+
+    def __post_init__(self) -> None:
+        for name in ("dp", "tp", "pp", "virtual_stages"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or v < 1:
+                raise ConfigError(f"{name}={v!r} must be an integer >= 1")
+        for name in ("micro_batch", "global_batch", "nodes", "gpus_per_node",
+                     "memory_limit_bytes"):
+            v = getattr(self, name)
+            if v is not None and (not isinstance(v, int) or v < 1):
+                raise ConfigError(f"{name}={v!r} must be an integer >= 1")
+        if self.schedule not in SCHEDULES:
+            raise ConfigError(f"unknown schedule {self.schedule!r}; valid: {', '.join(SCHEDULES)}")
+        if self.virtual_stages > 1 and self.schedule != "interleaved":
+            raise ConfigError(f"virtual_stages={self.virtual_stages} needs schedule "
+                              "'interleaved'")
+        if self.schedule == "interleaved" and self.virtual_stages > 1 and self.pp < 2:
+            raise ConfigError("the interleaved schedule needs pp >= 2")
+        if self.data_parallel not in DP_MODES:
+            raise ConfigError(f"unknown data-parallel mode {self.data_parallel!r}; valid: "
+                              f"{', '.join(DP_MODES)}")
+        if self.stage_split not in STAGE_SPLITS:
+            raise ConfigError(f"unknown stage split {self.stage_split!r}; valid: "
+                              f"{', '.join(STAGE_SPLITS)}")
+        if self.mode not in MODES:
+            raise ConfigError(f"unknown mode {self.mode!r}; valid: {', '.join(MODES)}")
+        if self.fsdp and self.data_parallel != "ddp":
+            raise ConfigError("fsdp replaces data_parallel='ps'; pick one")
+        if self.compute_factor is not None and not self.compute_factor > 0:
+            raise ConfigError(f"compute_factor={self.compute_factor} must be > 0")
+        from echo_sim.hardware import CLUSTERS, GPUS
+
+        if self.cluster.strip().lower() not in CLUSTERS:
+            raise ConfigError(f"unknown cluster {self.cluster!r}; valid: {', '.join(CLUSTERS)}")
+        if self.gpu is not None and self.gpu.strip().lower() not in GPUS:
+            raise ConfigError(f"unknown GPU {self.gpu!r}; valid: {', '.join(GPUS)}")
+        world = self.world
+        if self.nodes is not None and self.gpus_per_node is not None and \
+                self.nodes * self.gpus_per_node != world:
+            raise ConfigError(f"dp·tp·pp = {self.dp}·{self.tp}·{self.pp} = {world} but nodes·"
+                              f"gpus_per_node = {self.nodes}·{self.gpus_per_node} = "
+                              f"{self.nodes * self.gpus_per_node}")
+        if self.nodes is not None and self.gpus_per_node is None and world % self.nodes:
+            raise ConfigError(f"dp·tp·pp = {world} GPUs do not split over nodes={self.nodes}")
+        if self.global_batch is not None and self.micro_batch is not None and \
+                self.global_batch % (self.dp * self.micro_batch):
+            raise ConfigError(f"global batch {self.global_batch} is not divisible by dp·"
+                              f"micro_batch = {self.dp}·{self.micro_batch} = "
+                              f"{self.dp * self.micro_batch}")
+
+    @property
+    def world(self) -> int:
+        return self.dp * self.tp * self.pp
+
+
+@dataclass(frozen=True)
+class RankBreakdown:
+    """Where one simulated rank's iteration time went (µs); the four parts sum to it."""
+
+    rank: int
+    stage: int
+    compute_us: float
+    exposed_comm_us: float
+    bubble_us: float
+    idle_us: float
+    peak_memory_bytes: int
+    memory: dict[str, int]
+
+
+@dataclass
+class SimResult:
+    """A prediction: times, throughput, per-rank breakdown and memory, and the models used."""
+
+    config: SimConfig
+    iteration_time_us: float
+    samples_per_s: float
+    tokens_per_s: float | None
+    micro_batch: int
+    global_batch: int
+    micro_batches: int
+    ranks: list[RankBreakdown]
+    memory_limit_bytes: int
+    models: list[str]
+    world_size: int
+    nodes: int
+    gpus_per_node: int
+    simulated_ranks: list[int]
+    num_tasks: int
+    built: Built | None = field(default=None, repr=False)
+    schedule: Schedule | None = field(default=None, repr=False)
+    workload: Workload | None = field(default=None, repr=False)
+
+    @property
+    def peak_memory_bytes(self) -> dict[int, int]:
+        """Peak memory per simulated rank."""
+        return {r.rank: r.peak_memory_bytes for r in self.ranks}
+
+    @property
+    def max_peak_memory_bytes(self) -> int:
+        return max((r.peak_memory_bytes for r in self.ranks), default=0)
+
+    @property
+    def oom(self) -> bool:
+        """True when some rank's predicted peak exceeds the memory limit."""
+        return self.max_peak_memory_bytes > self.memory_limit_bytes
+
+    def to_dict(self) -> dict[str, Any]:
+        c = self.config
+        return {
+            "iteration_time_us": self.iteration_time_us,
+            "samples_per_s": self.samples_per_s,
+            "tokens_per_s": self.tokens_per_s,
+            "layout": {"dp": c.dp, "tp": c.tp, "pp": c.pp, "schedule": c.schedule,
+                       "virtual_stages": c.virtual_stages, "fsdp": c.fsdp,
+                       "recompute": c.recompute, "data_parallel": c.data_parallel,
+                       "micro_batch": self.micro_batch, "global_batch": self.global_batch,
+                       "micro_batches": self.micro_batches, "nodes": self.nodes,
+                       "gpus_per_node": self.gpus_per_node, "cluster": c.cluster,
+                       "world_size": self.world_size, "mode": c.mode},
+            "ranks": [{"rank": r.rank, "stage": r.stage, "compute_us": r.compute_us,
+                       "exposed_comm_us": r.exposed_comm_us, "bubble_us": r.bubble_us,
+                       "idle_us": r.idle_us, "peak_memory_bytes": r.peak_memory_bytes,
+                       "memory": r.memory} for r in self.ranks],
+            "peak_memory_bytes": self.max_peak_memory_bytes,
+            "peak_memory_bytes_per_rank": {str(k): v for k, v in self.peak_memory_bytes.items()},
+            "memory_limit_bytes": self.memory_limit_bytes,
+            "oom": self.oom,
+            "simulated_ranks": self.simulated_ranks,
+            "num_tasks": self.num_tasks,
+            "models": self.models,
+        }
+
+    def to_trace(self) -> Trace:
+        """The simulated timeline as a :class:`Trace` (echo contract: pid = global rank).
+
+        Compute ops become ``FW.``/``BW.`` events (their measured host gap left idle, as in
+        the traced run), the optimizer an ``UPDATE.`` event, each collective a ``Comm.``
+        event on every simulated member (lane per channel), one ``STEP`` per rank.
+        """
+        if self.built is None or self.schedule is None or self.workload is None:
+            raise ConfigError("this SimResult holds no schedule (simulate(..., keep=False))")
+        return _timeline_trace(self)
+
+
+def _resolve_batches(config: SimConfig, workload: Workload) -> tuple[int, int, int]:
+    mb = config.micro_batch or workload.micro_batch or 1
+    if config.global_batch is None:
+        gb = config.dp * mb * (config.pp if config.pp > 1 else 1)
+    else:
+        gb = config.global_batch
+    if gb % (config.dp * mb):
+        raise ConfigError(f"global batch {gb} is not divisible by dp·micro_batch = "
+                          f"{config.dp}·{mb} = {config.dp * mb}")
+    return mb, gb, gb // (config.dp * mb)
+
+
+def _resolve_cluster(config: SimConfig) -> Any:
+    from echo_sim.hardware import CLUSTERS, get_cluster
+
+    base = CLUSTERS[config.cluster.strip().lower()]
+    world = config.world
+    gpn = config.gpus_per_node
+    nodes = config.nodes
+    if gpn is None:
+        gpn = world // nodes if nodes else min(world, base.gpus_per_node)
+    if nodes is None:
+        nodes = -(-world // gpn)
+    if nodes * gpn < world:
+        raise ConfigError(f"nodes·gpus_per_node = {nodes}·{gpn} < dp·tp·pp = {world}")
+    return get_cluster(config.cluster, nodes=nodes, gpus_per_node=gpn)
+
+
+def _check_workload(config: SimConfig, workload: Workload, micro_batches: int) -> None:
+    check_tensor_parallel(workload, config.tp)
+    stages = config.pp * config.virtual_stages
+    if stages > 1 and stages > workload.num_blocks:
+        raise ConfigError(f"pp·virtual_stages = {stages} pipeline stages but the model has "
+                          f"only {workload.num_blocks} blocks")
+    if config.schedule == "interleaved" and config.virtual_stages > 1 and \
+            micro_batches % config.pp:
+        raise ConfigError(f"interleaved schedule needs micro-batches ({micro_batches}) "
+                          f"divisible by pp={config.pp}")
+
+
+def simulate(trace: Trace | Workload, config: SimConfig, *, comm: Any = None,
+             batch_traces: tuple[Trace | Workload, ...] = (), keep: bool = True) -> SimResult:
+    """Predict one iteration of ``config`` from ``trace`` (see the module docstring).
+
+    ``comm``: a collective cost model (default: ``CommModel(cluster, comm_profile)``);
+    ``batch_traces``: traces of the same model at other micro-batch sizes (batch fit);
+    ``keep``: keep the graph and schedule on the result (needed by :meth:`to_trace`).
+    Raises :class:`ConfigError` for layouts the model cannot take.
+    """
+    workload = trace if isinstance(trace, Workload) else extract_workload(trace)
+    if not config.vocab_parallel:
+        workload = workload.with_ops([replace(o, role="replicated") if o.role == "vocab" else o
+                                      for o in workload.ops])
+    mb, gb, m = _resolve_batches(config, workload)
+    _check_workload(config, workload, m)
+    cluster = _resolve_cluster(config)
+    models: list[str] = []
+    if comm is None:
+        from echo_sim.collectives import CommModel
+
+        profile = None
+        if config.comm_profile:
+            from echo_sim.comm_profile import load_comm_profile
+
+            profile = load_comm_profile(config.comm_profile)
+        comm = CommModel(cluster, profile)
+        models.append("comm: " + ("measured profile " + config.comm_profile +
+                                  " where it covers the group, else " if profile else "")
+                      + f"alpha-beta model of {cluster.name}")
+    else:
+        models.append(f"comm: {type(comm).__name__} (given)")
+    others = [b if isinstance(b, Workload) else extract_workload(b) for b in batch_traces]
+    bm = make_batch_model([workload, *others])
+    models.append(bm.description)
+    base = bm.time_us(mb)
+    target_gpu = config.gpu or cluster.gpu
+    cs = compute_scaling(workload, target_gpu, factor=config.compute_factor)
+    models.append(cs.description)
+    base = base * cs.factors
+    mb_scale = mb / (workload.micro_batch or mb)
+    is_cpu = cluster.gpu.name == "cpu"
+    layout = Layout(dp=config.dp, tp=config.tp, pp=config.pp, virtual=config.virtual_stages,
+                    micro_batches=m, schedule=config.schedule, full=config.mode == "full")
+    plan = make_plan(workload, layout, base, mb_scale=mb_scale, fsdp=config.fsdp,
+                     fsdp_overlap=not is_cpu, recompute=config.recompute,
+                     dp_mode=config.data_parallel, bucket_cap_bytes=config.bucket_cap_bytes,
+                     stage_split=config.stage_split)
+    built = build_graph(plan, layout, comm, link_contention=config.link_contention)
+    sched = run(built.graph)
+    models.append(_layout_description(config, is_cpu, m))
+    iteration = sched.makespan_us
+    mem, mem_models = _memory(config, workload, plan, layout, mb_scale, is_cpu, cluster)
+    models.extend(mem_models)
+    limit = config.memory_limit_bytes or int(
+        (config.gpu and _gpu(config.gpu).memory_bytes) or cluster.gpu.memory_bytes)
+    ranks = []
+    for r in built.ranks:
+        s = built.stage_of[r]
+        comp, exposed, bubble, idle = _breakdown(built, sched, r, iteration)
+        est = mem[s]
+        ranks.append(RankBreakdown(rank=r, stage=s, compute_us=comp, exposed_comm_us=exposed,
+                                   bubble_us=bubble, idle_us=idle,
+                                   peak_memory_bytes=est.peak_bytes, memory=est.to_dict()))
+    seq = workload.model.get("seq")
+    sps = gb / (iteration * 1e-6) if iteration > 0 else float("inf")
+    return SimResult(
+        config=config, iteration_time_us=iteration, samples_per_s=sps,
+        tokens_per_s=sps * int(seq) if seq else None, micro_batch=mb, global_batch=gb,
+        micro_batches=m, ranks=ranks, memory_limit_bytes=int(limit), models=models,
+        world_size=config.world, nodes=cluster.nodes, gpus_per_node=cluster.gpus_per_node,
+        simulated_ranks=built.ranks, num_tasks=len(built.graph),
+        built=built if keep else None, schedule=sched if keep else None,
+        workload=workload if keep else None)
+
+
+def _gpu(name: str) -> Any:
+    from echo_sim.hardware import get_gpu
+
+    return get_gpu(name)
+
+
+def _layout_description(config: SimConfig, is_cpu: bool, m: int) -> str:
+    parts = [f"layout: dp={config.dp} tp={config.tp} pp={config.pp} {config.schedule}"
+             f"{f' v={config.virtual_stages}' if config.virtual_stages > 1 else ''}, "
+             f"{m} micro-batch(es)"]
+    if config.fsdp:
+        parts.append("FSDP2 " + ("blocking collectives (CPU: no streams)" if is_cpu
+                                 else "with prefetch overlap"))
+    elif config.dp > 1:
+        parts.append("DDP 25 MiB buckets overlapping backward" if config.data_parallel == "ddp"
+                     else "parameter server push/pull")
+    if config.recompute:
+        parts.append("full activation recomputation")
+    parts.append(f"{config.mode} simulation")
+    return "; ".join(parts)
+
+
+# ----------------------------------------------------------------------------- breakdown
+def _merge(iv: np.ndarray) -> np.ndarray:
+    """Union of intervals (n x 2) as sorted disjoint intervals."""
+    if iv.size == 0:
+        return iv.reshape(0, 2)
+    iv = iv[np.argsort(iv[:, 0], kind="stable")]
+    iv = iv[iv[:, 1] > iv[:, 0]]
+    if iv.size == 0:
+        return iv.reshape(0, 2)
+    ends = np.maximum.accumulate(iv[:, 1])
+    new = np.ones(len(iv), dtype=bool)
+    new[1:] = iv[1:, 0] > ends[:-1]
+    starts = iv[new, 0]
+    idx = np.flatnonzero(new)
+    stops = np.append(ends[idx[1:] - 1], ends[-1])
+    return np.stack([starts, stops], axis=1)
+
+
+def _overlap_us(a: np.ndarray, b: np.ndarray) -> float:
+    """Total length of the intersection of two disjoint sorted interval sets."""
+    i = j = 0
+    total = 0.0
+    while i < len(a) and j < len(b):
+        lo = max(a[i, 0], b[j, 0])
+        hi = min(a[i, 1], b[j, 1])
+        if hi > lo:
+            total += hi - lo
+        if a[i, 1] < b[j, 1]:
+            i += 1
+        else:
+            j += 1
+    return float(total)
+
+
+def _breakdown(built: Built, sched: Schedule, r: int, T: float) -> tuple[float, float, float,
+                                                                          float]:
+    ct = np.asarray(built.compute_tasks[r], dtype=np.int64)
+    mt = np.asarray(built.comm_tasks[r], dtype=np.int64)
+    s, e = sched.start_us, sched.end_us
+    comp = _merge(np.stack([s[ct], e[ct]], axis=1)) if ct.size else np.zeros((0, 2))
+    comm = _merge(np.stack([s[mt], e[mt]], axis=1)) if mt.size else np.zeros((0, 2))
+    comp_us = float((comp[:, 1] - comp[:, 0]).sum())
+    comm_us = float((comm[:, 1] - comm[:, 0]).sum())
+    exposed = comm_us - _overlap_us(comp, comm)
+    rest = max(T - comp_us - exposed, 0.0)
+    bubble = 0.0
+    if built.layout.pp > 1 and r in built.last_bw:
+        t_end = float(e[built.last_bw[r]])
+        clip = np.array([[0.0, t_end]])
+        busy = _merge(np.concatenate([comp, comm])) if comp.size or comm.size else comp
+        bubble = max(t_end - _overlap_us(busy, clip), 0.0)
+        bubble = min(bubble, rest)
+    return comp_us, exposed, bubble, rest - bubble
+
+
+# ----------------------------------------------------------------------------- memory
+def _memory(config: SimConfig, workload: Workload, plan: Plan, layout: Layout,
+            mb_scale: float, is_cpu: bool, cluster: Any) -> tuple[dict[int, MemoryEstimate],
+                                                                   list[str]]:
+    elem = dtype_bytes(workload.dtype)
+    mixed = elem == 2
+    upd = workload.update_ops
+    states = optimizer_states(upd[0].name) if upd else 0
+    tp, dp, P, V = layout.tp, layout.dp, layout.pp, layout.virtual
+    out: dict[int, MemoryEstimate] = {}
+    for s in range(P):
+        chunks = [plan.stages[c * P + s] for c in range(V)]
+        pbytes = sum(c.param_bytes for c in chunks)
+        shard = dp if config.fsdp else 1
+        params, grads, opt = model_state_bytes(pbytes, elem_bytes=elem, states=states,
+                                               mixed=mixed, shard=shard)
+        acts = stage_actions(layout.schedule, P, layout.micro_batches, s, V)
+        per_chunk = [activation_bytes(c.fw, tp=tp, mb_scale=mb_scale,
+                                      recompute=config.recompute) for c in chunks]
+        cur = best = 0.0
+        for phase, c, _ in acts:
+            cur += per_chunk[c] if phase == "F" else -per_chunk[c]
+            best = max(best, cur)
+        buffers = 0.0
+        if config.fsdp:
+            units = [float(sum(tp_param_bytes(o, tp) for o in ops))
+                     for c in chunks for ops in fsdp_units(c.fw, workload.has_blocks).values()]
+            biggest = max(units, default=0.0)
+            gathered = pbytes if P > 1 else biggest * (1 if is_cpu else 2)
+            buffers = gathered + biggest
+        elif dp > 1:
+            buffers = pbytes
+        out[s] = MemoryEstimate(params_bytes=params, grads_bytes=grads, optimizer_bytes=opt,
+                                activations_bytes=best, buffers_bytes=buffers)
+    models = [f"memory: ZeRO model states ({workload.dtype}, {states} optimizer state(s)"
+              f"{', fp32 master copy' if mixed else ''}), activations from traced out_bytes"
+              f"{' with full recomputation' if config.recompute else ''}, in-flight "
+              f"micro-batches from the {layout.schedule} schedule"]
+    base = _baseline(workload, is_cpu, elem, states, mixed)
+    if base > 0:
+        out = {s: MemoryEstimate(**{**_fields(e), "baseline_bytes": base}) for s, e in out.items()}
+        models.append(f"memory: + {base / 2**20:.1f} MiB baseline = traced peak "
+                      f"({workload.peak_memory_kind}) minus this model's estimate of the "
+                      "traced run")
+    return out, models
+
+
+def _fields(e: MemoryEstimate) -> dict[str, float]:
+    return {"params_bytes": e.params_bytes, "grads_bytes": e.grads_bytes,
+            "optimizer_bytes": e.optimizer_bytes, "activations_bytes": e.activations_bytes,
+            "buffers_bytes": e.buffers_bytes}
+
+
+def _baseline(workload: Workload, is_cpu: bool, elem: int, states: int, mixed: bool) -> float:
+    """Traced peak minus the model's estimate of the traced run (same device kind only)."""
+    if not workload.peak_memory_bytes:
+        return 0.0
+    traced_cpu = (resolve_device(workload.device, workload.device_name) or _gpu("cpu")).name \
+        == "cpu"
+    if traced_cpu != is_cpu:
+        return 0.0
+    pbytes = float(workload.total_param_bytes)
+    params, grads, opt = model_state_bytes(pbytes, elem_bytes=elem, states=states, mixed=mixed)
+    act = activation_bytes(workload.fw_ops)
+    return max(workload.peak_memory_bytes - (params + grads + opt + act), 0.0)
+
+
+# ----------------------------------------------------------------------------- timeline
+_CHANNEL_TID = {"compute": 0, "comm_tp": 100, "comm_dp": 101, "comm_ag": 102, "comm_rs": 103,
+                "comm_push": 104, "comm_pull": 105, "p2p": 106}
+
+
+def _timeline_trace(res: SimResult) -> Trace:
+    built, sched, wl = res.built, res.schedule, res.workload
+    assert built is not None and sched is not None and wl is not None  # checked by caller
+    g = built.graph
+    ops = wl.ops
+    b = TraceBuilder(source_format="echo-sim", source="simulate")
+    start, end = sched.start_us, sched.end_us
+    T = res.iteration_time_us
+    names = g.resource_names
+    for r in built.ranks:
+        for tk in built.compute_tasks[r]:
+            lab = g.labels[tk]
+            if not isinstance(lab, tuple):
+                continue
+            kind = lab[0]
+            if kind == "op":
+                o = ops[lab[2]]
+                frac = o.dur_us / o.time_us if o.time_us > 0 else 1.0
+                b.add(rank=r, name=o.name, cat=Cat.FW if o.phase == "F" else Cat.BW,
+                      ts_us=float(start[tk]), dur_us=float(end[tk] - start[tk]) * frac,
+                      step=0, tid=0, kind=o.kind or None, param_bytes=o.param_bytes,
+                      in_bytes=int(o.in_bytes * res.micro_batch / (wl.micro_batch or
+                                                                    res.micro_batch)),
+                      out_bytes=int(o.out_bytes * res.micro_batch / (wl.micro_batch or
+                                                                      res.micro_batch)),
+                      flops=o.flops)
+            elif kind == "update":
+                u = wl.update_ops
+                b.add(rank=r, name=u[0].name if u else "UPDATE.Optimizer", cat=Cat.UPDATE,
+                      ts_us=float(start[tk]), dur_us=float(end[tk] - start[tk]), step=0,
+                      tid=0, param_bytes=int(built.plan.stages[built.stage_of[r]].param_bytes))
+        b.add(rank=r, name="STEP", cat=Cat.STEP, ts_us=0.0, dur_us=T, step=0, tid=1)
+    seqs: dict[tuple[int, ...], int] = {}
+    for tk, (name, coll, nbytes, grp) in sorted(built.comm_info.items()):
+        seq = seqs.get(grp, 0)
+        seqs[grp] = seq + 1
+        chans = {names[x].split("/", 1)[1] for x in g.resources[tk] if names[x].startswith("rank")}
+        tid = _CHANNEL_TID.get(next(iter(chans)) if chans else "comm_dp", 107)
+        members = [x for x in grp if x in built.stage_of]
+        for r in members:
+            peer = -1
+            c = coll
+            if coll == "send":
+                c = "send" if r == grp[0] else "recv"
+                peer = grp[1] if r == grp[0] else grp[0]
+            b.add(rank=r, name=f"Comm.{name}", cat=Cat.COMM, ts_us=float(start[tk]),
+                  dur_us=float(end[tk] - start[tk]), step=0, tid=tid, collective=c,
+                  nbytes=int(nbytes), group_ranks=grp, seq=seq, peer=peer)
+    for r in built.ranks:
+        b.ranks[r] = RankInfo(rank=r, world_size=res.world_size,
+                              local_rank=r % res.gpus_per_node, node_rank=r // res.gpus_per_node,
+                              device="cuda" if res.config.cluster != "cpu-gloo" else "cpu",
+                              backend="simulated", source="simulate", meta={
+                                  "micro_batch_size": res.micro_batch, "simulated": True,
+                                  "representative_ranks": built.ranks,
+                                  "cluster": res.config.cluster, "steps": [0]})
+    return b.build(steps=[0])

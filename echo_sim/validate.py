@@ -1,0 +1,282 @@
+"""Trace validation as a list of rules, shared by the loaders and ``echo_sim validate``.
+
+Each rule is ``check_*(trace) -> list[Violation]``. Errors make a trace unusable (the
+loader raises on them); warnings describe traces every analysis can still read (a rank
+missing from a partial copy, Perfetto-hostile overlapping slices, Comm events a foreign
+format leaves without sizes). Rules are vectorised over the event columns, so validating
+10^6 events takes well under a second; each rule reports at most ``MAX_EXAMPLES``
+individual violations and then one summary line.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from echo_sim.errors import TraceFormatError, TraceMismatchError
+from echo_sim.trace.model import COLLECTIVES, Trace
+
+__all__ = [
+    "ALL_RULES",
+    "FATAL_RULES",
+    "MAX_EXAMPLES",
+    "Rule",
+    "Violation",
+    "check_collective_matching",
+    "check_comm_fields",
+    "check_dags",
+    "check_overlaps",
+    "check_ranks",
+    "check_steps",
+    "check_times",
+    "common_steps",
+    "raise_fatal",
+    "validate",
+]
+
+MAX_EXAMPLES = 5
+_EPS_US = 1e-3  # timestamps carry 3 decimals: closer than this counts as touching
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One broken rule. ``severity`` is ``"error"`` (unusable trace) or ``"warning"``."""
+
+    rule: str
+    severity: str
+    message: str
+    rank: int | None = None
+    row: int | None = None
+
+    @property
+    def fatal(self) -> bool:
+        return self.severity == "error"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+Rule = Callable[[Trace], list[Violation]]
+
+
+def _capped(rule: str, severity: str, items: Sequence[tuple[str, int | None, int | None]],
+            ) -> list[Violation]:
+    out = [Violation(rule, severity, m, r, row) for m, r, row in items[:MAX_EXAMPLES]]
+    if len(items) > MAX_EXAMPLES:
+        out.append(Violation(rule, severity, f"... and {len(items) - MAX_EXAMPLES} more"))
+    return out
+
+
+def _label(trace: Trace, row: int) -> str:
+    ev = trace.events
+    return (f"rank {int(ev.rank[row])} {trace.name_of(row)} "
+            f"(step {int(ev.step[row])}, ts {float(ev.ts_us[row]):.3f} us)")
+
+
+# ---------------------------------------------------------------------------- rules
+def check_times(trace: Trace) -> list[Violation]:
+    """Every event has a finite start and a finite, non-negative duration (error)."""
+    ev = trace.events
+    bad_ts = ~np.isfinite(ev.ts_us) | ~np.isfinite(ev.dur_us)
+    neg = np.isfinite(ev.dur_us) & (ev.dur_us < 0)
+    items = [(f"{_label(trace, int(r))}: non-finite time", int(ev.rank[r]), int(r))
+             for r in np.flatnonzero(bad_ts)[: MAX_EXAMPLES + 1]]
+    items += [(f"{_label(trace, int(r))}: negative duration {float(ev.dur_us[r]):.3f} us",
+               int(ev.rank[r]), int(r)) for r in np.flatnonzero(neg)[: MAX_EXAMPLES + 1]]
+    total = int(bad_ts.sum() + neg.sum())
+    out = _capped("times", "error", items[:MAX_EXAMPLES])
+    if total > MAX_EXAMPLES:
+        out.append(Violation("times", "error", f"... and {total - MAX_EXAMPLES} more"))
+    return out
+
+
+def check_overlaps(trace: Trace) -> list[Violation]:
+    """Slices on one (rank, tid) track nest or follow each other; no partial overlap (warning).
+
+    An event partially overlaps an earlier one when it starts before the latest end seen so
+    far on its track and ends after it (Perfetto drops such slices).
+    """
+    ev = trace.events
+    n = len(ev)
+    if n < 2:
+        return []
+    order = np.lexsort((-ev.dur_us, ev.ts_us, ev.tid, ev.rank))
+    rank, tid = ev.rank[order], ev.tid[order]
+    t0 = float(np.nanmin(ev.ts_us[order]))
+    ts, end = ev.ts_us[order] - t0, ev.end_us[order] - t0  # relative: keeps precision
+    new_track = np.ones(order.size, dtype=bool)
+    new_track[1:] = (rank[1:] != rank[:-1]) | (tid[1:] != tid[:-1])
+    # running max of end within each track: lift each track above the previous one so
+    # one cumulative max over all rows never crosses a track boundary
+    lift = (np.cumsum(new_track) - 1) * (float(np.nanmax(np.abs(end))) * 2 + 1.0)
+    prev = np.empty(order.size)
+    prev[1:] = (np.maximum.accumulate(end + lift) - lift)[:-1]
+    prev[new_track] = -np.inf
+    bad = (ts < prev - _EPS_US) & (end > prev + _EPS_US)
+    rows = order[np.flatnonzero(bad)]
+    items = [(f"{_label(trace, int(r))} partially overlaps an earlier slice on track "
+              f"tid {int(ev.tid[r])}", int(ev.rank[r]), int(r)) for r in rows[:MAX_EXAMPLES]]
+    out = _capped("overlaps", "warning", items)
+    if rows.size > MAX_EXAMPLES:
+        out.append(Violation("overlaps", "warning", f"... and {rows.size - MAX_EXAMPLES} more"))
+    return out
+
+
+def common_steps(step_sets: Mapping[int, Iterable[int]], source: str = "") -> list[int]:
+    """The steps every rank captured; TraceMismatchError naming the ranks when they differ."""
+    sets = {r: frozenset(s) for r, s in step_sets.items()}
+    if not sets:
+        return []
+    distinct = sorted(set(sets.values()), key=lambda s: min(r for r, v in sets.items() if v == s))
+    if len(distinct) > 1:
+        groups = []
+        for s in distinct:
+            ranks = sorted(r for r, v in sets.items() if v == s)
+            groups.append(f"ranks {_ranges(ranks)} have steps {_ranges(sorted(s)) or 'none'}")
+        where = f"{source}: " if source else ""
+        raise TraceMismatchError(f"{where}ranks captured different steps: {'; '.join(groups)}")
+    return sorted(distinct[0])
+
+
+def _ranges(values: Sequence[int]) -> str:
+    """``[0,1,2,5]`` -> ``"0-2,5"``."""
+    parts: list[str] = []
+    i = 0
+    while i < len(values):
+        j = i
+        while j + 1 < len(values) and values[j + 1] == values[j] + 1:
+            j += 1
+        parts.append(str(values[i]) if i == j else f"{values[i]}-{values[j]}")
+        i = j + 1
+    return ",".join(parts)
+
+
+def check_steps(trace: Trace) -> list[Violation]:
+    """Every rank holds events of the same steps (error)."""
+    ev = trace.events
+    sets = {r: set() for r in trace.ranks}  # type: dict[int, set[int]]
+    pairs = np.unique(np.stack([ev.rank.astype(np.int64), ev.step.astype(np.int64)]), axis=1)
+    for r, s in pairs.T:
+        if s >= 0:
+            sets.setdefault(int(r), set()).add(int(s))
+    try:
+        common_steps(sets)
+    except TraceMismatchError as e:
+        return [Violation("steps", "error", str(e))]
+    return []
+
+
+def check_ranks(trace: Trace) -> list[Violation]:
+    """Ranks 0..world_size-1 are all present (warning: a partial copy is still readable)."""
+    world = trace.world_size
+    missing = sorted(set(range(world)) - set(trace.ranks))
+    extra = sorted(r for r in trace.ranks if r >= world)
+    out = []
+    if missing:
+        out.append(Violation("ranks", "warning",
+                             f"world size {world} but ranks {_ranges(missing)} are missing"))
+    if extra:
+        out.append(Violation("ranks", "warning", f"ranks {_ranges(extra)} >= world size {world}"))
+    return out
+
+
+def check_comm_fields(trace: Trace) -> list[Violation]:
+    """Comm events carry a collective type, a byte count and a group (warning), per name."""
+    ev = trace.events
+    comm = trace.comm_rows()
+    out: list[tuple[str, int | None, int | None]] = []
+    for field, bad in (
+        ("collective", ev.coll[comm] < 0),
+        ("bytes", (ev.nbytes[comm] <= 0) & (ev.coll[comm] != COLLECTIVES.index("barrier"))),
+        ("group", ev.group[comm] < 0),
+    ):
+        rows = comm[bad]
+        if rows.size == 0:
+            continue
+        names = sorted({trace.names[i] for i in np.unique(ev.name[rows])})
+        shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        out.append((f"{rows.size} Comm events lack '{field}' ({shown})", None, int(rows[0])))
+    return [Violation("comm_fields", "warning", m, r, row) for m, r, row in out]
+
+
+def check_collective_matching(trace: Trace) -> list[Violation]:
+    """Each collective (group, seq) exists on every member rank; send meets recv (warning).
+
+    Members absent from the trace are not required (``check_ranks`` reports them).
+    """
+    ev = trace.events
+    comm = trace.comm_rows()
+    comm = comm[(ev.seq[comm] >= 0) & (ev.group[comm] >= 0)]
+    present = set(trace.ranks)
+    send, recv = COLLECTIVES.index("send"), COLLECTIVES.index("recv")
+    seen: dict[tuple[int, int], set[int]] = defaultdict(set)
+    first_row: dict[tuple[int, int], int] = {}
+    p2p: dict[tuple[int, int, int], list[int]] = defaultdict(list)
+    for row, r, g, s, c, p in zip(comm.tolist(), ev.rank[comm].tolist(),
+                                  ev.group[comm].tolist(), ev.seq[comm].tolist(),
+                                  ev.coll[comm].tolist(), ev.peer[comm].tolist(), strict=True):
+        if c in (send, recv):
+            src, dst = (r, p) if c == send else (p, r)
+            p2p[(src, dst, s)].append(c)
+            first_row.setdefault((-1 - src * 65536 - dst, s), row)
+            continue
+        seen[(g, s)].add(r)
+        first_row.setdefault((g, s), row)
+    items: list[tuple[str, int | None, int | None]] = []
+    for (g, s), ranks in seen.items():
+        members = set(trace.groups[g]) & present
+        lacking = sorted(members - ranks)
+        if lacking:
+            row = first_row[(g, s)]
+            items.append((f"{trace.name_of(row)} (group {list(trace.groups[g])}, seq {s}) "
+                          f"is missing on ranks {_ranges(lacking)}", None, row))
+    for (src, dst, s), kinds in p2p.items():
+        if {src, dst} <= present and (kinds.count(send) != kinds.count(recv)):
+            items.append((f"send/recv {src}->{dst} seq {s} has no matching "
+                          f"{'recv' if kinds.count(send) > kinds.count(recv) else 'send'}",
+                          None, first_row.get((-1 - src * 65536 - dst, s))))
+    return _capped("collectives", "warning", items)
+
+
+def check_dags(trace: Trace) -> list[Violation]:
+    """Every per-rank dependency graph is acyclic (error)."""
+    import networkx as nx
+
+    out = []
+    for rank, g in trace.dags.items():
+        if not nx.is_directed_acyclic_graph(g):
+            out.append(Violation("dag", "error", f"rank {rank}: dag has a cycle", rank))
+    return out
+
+
+ALL_RULES: tuple[Rule, ...] = (
+    check_times, check_steps, check_dags, check_ranks, check_overlaps, check_comm_fields,
+    check_collective_matching,
+)
+FATAL_RULES: tuple[Rule, ...] = (check_times, check_steps, check_dags)
+"""The rules whose errors the loader raises on (cheap, vectorised)."""
+
+
+def validate(trace: Trace, rules: Sequence[Rule] = ALL_RULES) -> list[Violation]:
+    """All violations of ``rules`` in ``trace``, errors first."""
+    out: list[Violation] = []
+    for rule in rules:
+        out.extend(rule(trace))
+    return sorted(out, key=lambda v: not v.fatal)
+
+
+def raise_fatal(violations: Sequence[Violation], source: str) -> None:
+    """Raise the EchoError for the first fatal violation (one line naming ``source``)."""
+    fatal = [v for v in violations if v.fatal]
+    if not fatal:
+        return
+    v = fatal[0]
+    more = f" (+{len(fatal) - 1} more errors)" if len(fatal) > 1 else ""
+    msg = v.message if v.message.startswith(source) else f"{source}: {v.message}"
+    if v.rule == "steps":
+        raise TraceMismatchError(msg + more)
+    raise TraceFormatError(msg + more)

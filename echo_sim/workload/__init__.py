@@ -1,0 +1,33 @@
+"""The simulator's workload model: per-op workload of a trace, and one function per
+parallelism (data, FSDP, tensor, pipeline) composed by :mod:`echo_sim.workload.build`."""
+
+from echo_sim.workload.build import Built, Layout, Plan, StagePlan, build_graph, make_plan
+from echo_sim.workload.data_parallel import apply_data_parallel, assign_buckets
+from echo_sim.workload.fsdp import apply_fsdp
+from echo_sim.workload.ops import CommHook, Op, Workload, block_index, extract_workload, tp_role
+from echo_sim.workload.pipeline import max_in_flight, split_units, stage_actions
+from echo_sim.workload.tensor_parallel import check_tensor_parallel, tp_factors, tp_hooks
+
+__all__ = [
+    "Built",
+    "CommHook",
+    "Layout",
+    "Op",
+    "Plan",
+    "StagePlan",
+    "Workload",
+    "apply_data_parallel",
+    "apply_fsdp",
+    "assign_buckets",
+    "block_index",
+    "build_graph",
+    "check_tensor_parallel",
+    "extract_workload",
+    "make_plan",
+    "max_in_flight",
+    "split_units",
+    "stage_actions",
+    "tp_factors",
+    "tp_hooks",
+    "tp_role",
+]

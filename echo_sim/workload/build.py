@@ -1,0 +1,422 @@
+"""Compose the parallelisms into an engine :class:`~echo_sim.engine.TaskGraph`.
+
+:func:`make_plan` decides *what* runs: per (virtual) pipeline stage, the forward and
+backward ops with their target-device times, and the communication hooks each parallelism
+attaches, in this order (as torchtitan's ``parallelize`` applies TP, then activation
+checkpointing, then FSDP/DDP):
+
+1. **pipeline split** first — it decides which ops (and so which parameters and
+   activations) a rank owns at all;
+2. **tensor parallel** next — it shrinks the stage's compute and parameter bytes, which
+   the data-parallel hooks below must see (a DP bucket holds the TP shard);
+3. **activation recomputation** — backward re-runs the forward (and its TP all-reduces);
+4. **FSDP or DDP / parameter server** last — gradient synchronisation of the (TP-sharded)
+   stage parameters, overlapping backward.
+
+:func:`build_graph` decides *when*: it walks each simulated rank's pipeline schedule
+(micro-batch actions), emits one compute task per op on ``rank<r>/compute``, and turns
+hooks into communication tasks on ``rank<r>/comm_tp``, ``comm_dp`` (``comm_ag``,
+``comm_rs``, ``comm_push``, ``comm_pull``) and ``p2p`` channels. A collective is **one**
+task holding every simulated member's channel, so it starts when the last member issues it.
+
+Symmetry: with ``full=False`` only one rank per pipeline stage is simulated — data-parallel
+replicas and tensor-parallel peers run the same ops at the same times, so a collective over
+their group is priced for the whole group but scheduled on the representative alone.
+``full=True`` simulates every rank (tests check both agree).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from echo_sim.engine import TaskGraph
+from echo_sim.workload.data_parallel import apply_data_parallel
+from echo_sim.workload.fsdp import apply_fsdp
+from echo_sim.workload.ops import CommHook, Op, Workload
+from echo_sim.workload.pipeline import split_units, stage_actions
+from echo_sim.workload.tensor_parallel import tp_factors, tp_hooks, tp_param_bytes
+
+__all__ = ["Built", "CommPricer", "Layout", "Plan", "StagePlan", "build_graph", "make_plan"]
+
+
+class CommPricer:
+    """What the builder needs of a communication model (duck-typed :class:`CommModel`)."""
+
+    def time_us(self, op: str, nbytes: int, ranks: Sequence[int], *,
+                concurrent: int = 1) -> float:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def links(self, ranks: Sequence[int]) -> list[str]:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+@dataclass(frozen=True, kw_only=True)
+class Layout:
+    """Parallel layout. Global rank = ``s·dp·tp + d·tp + t`` (TP innermost, then DP, then PP:
+    Megatron's and torchtitan's order, so TP groups share a node)."""
+
+    dp: int = 1
+    tp: int = 1
+    pp: int = 1
+    virtual: int = 1
+    micro_batches: int = 1
+    schedule: str = "1f1b"
+    full: bool = False
+
+    def rank(self, d: int, t: int, s: int) -> int:
+        return s * self.dp * self.tp + d * self.tp + t
+
+    @property
+    def world(self) -> int:
+        return self.dp * self.tp * self.pp
+
+    def simulated(self) -> list[tuple[int, int, int]]:
+        """(d, t, s) of the ranks simulated: all, or one per stage (d = t = 0)."""
+        if self.full:
+            return [(d, t, s) for s in range(self.pp) for d in range(self.dp)
+                    for t in range(self.tp)]
+        return [(0, 0, s) for s in range(self.pp)]
+
+
+@dataclass
+class StagePlan:
+    """One virtual stage: forward ops (forward order), backward ops (backward order), the
+    communication hooks on them and the bytes of the activation it passes on."""
+
+    fw: list[Op]
+    bw: list[Op]
+    hooks: list[CommHook] = field(default_factory=list)
+    p2p_bytes: int = 0
+    param_bytes: float = 0.0
+
+
+@dataclass
+class Plan:
+    """Everything :func:`build_graph` needs: op times (by op index), stages, step overheads."""
+
+    time_us: np.ndarray
+    stages: list[StagePlan]
+    update_us: list[float]
+    pre_us: float
+    post_us: float
+    stage_of_unit: dict[str, int]
+
+
+def make_plan(workload: Workload, layout: Layout, base_time_us: np.ndarray, *,
+              mb_scale: float = 1.0, fsdp: bool = False, fsdp_overlap: bool = True,
+              recompute: bool = False, dp_mode: str = "ddp",
+              bucket_cap_bytes: int = 25 * 1024 * 1024, stage_split: str = "time") -> Plan:
+    """Op times and hooks per virtual stage for ``layout`` (see the module docstring).
+
+    ``base_time_us``: per op index, the time on the target device at the target
+    micro-batch before any parallelism (batch model x compute scaling).
+    """
+    ops = list(workload.ops)
+    fw_all = [o for o in ops if o.phase == "F"]
+    bw_all = [o for o in ops if o.phase == "B"]
+    tp = layout.tp
+    # (2) tensor parallel: shard the op times (dur and gap parts separately)
+    dur_f, gap_f = tp_factors(ops, tp)
+    t = np.array(base_time_us, dtype=float)
+    for o in ops:
+        if o.time_us > 0 and (dur_f[o.index] != 1.0 or gap_f[o.index] != 1.0):
+            t[o.index] *= (o.dur_us * dur_f[o.index] + o.gap_us * gap_f[o.index]) / o.time_us
+    # (3) recomputation: backward first re-runs its module's forward
+    if recompute:
+        for o in bw_all:
+            if o.fw >= 0:
+                t[o.index] += t[o.fw]
+    # (1) pipeline split over units in forward order
+    units: list[str] = []
+    unit_time: dict[str, float] = {}
+    unit_block: dict[str, bool] = {}
+    fw_of = {o.module: o for o in fw_all}
+    for o in fw_all:
+        if o.unit not in unit_time:
+            units.append(o.unit)
+            unit_time[o.unit] = 0.0
+            unit_block[o.unit] = o.block >= 0
+        unit_time[o.unit] += float(t[o.index])
+    for o in bw_all:
+        f = fw_of.get(o.module)
+        unit_time[f.unit if f else units[-1]] += float(t[o.index])
+    nvs = layout.pp * layout.virtual
+    cut = split_units(units, [unit_time[u] for u in units], [unit_block[u] for u in units],
+                      nvs, how=stage_split) if nvs > 1 else [0] * len(units)
+    stage_of_unit = dict(zip(units, cut, strict=True))
+
+    def vs_of(o: Op) -> int:
+        f = fw_of.get(o.module) if o.phase == "B" else o
+        return stage_of_unit[f.unit] if f is not None else nvs - 1
+
+    stages = [StagePlan(fw=[], bw=[]) for _ in range(nvs)]
+    for o in fw_all:
+        stages[vs_of(o)].fw.append(o)
+    for o in bw_all:
+        stages[vs_of(o)].bw.append(o)
+    pbytes: Callable[[Op], float] = lambda o: tp_param_bytes(o, tp)  # noqa: E731
+    for k, sp in enumerate(stages):
+        if sp.fw:
+            sp.p2p_bytes = int(round(sp.fw[-1].out_bytes * mb_scale))
+        sp.param_bytes = sum(pbytes(o) for o in sp.fw)
+        # (2) tensor-parallel all-reduces
+        if tp > 1:
+            sp.hooks += tp_hooks(sp.fw, sp.bw, mb_scale=mb_scale, recompute=recompute)
+        # (4) gradient synchronisation
+        if layout.dp > 1 or fsdp:
+            if fsdp:
+                sp.hooks += apply_fsdp(sp.fw, sp.bw, has_blocks=workload.has_blocks,
+                                       param_bytes=pbytes, overlap=fsdp_overlap,
+                                       reshard_after_forward=layout.pp == 1)
+            else:
+                sp.hooks += _offset(apply_data_parallel(
+                    sp.bw, _stage_params(sp, workload, fw_of, tp, k == 0),
+                    mode=dp_mode, cap_bytes=bucket_cap_bytes,
+                    traced_buckets=workload.buckets), len(sp.hooks))
+    total_params = float(sum(o.param_bytes for o in fw_all)) or 1.0
+    upd = float(sum(t[o.index] for o in ops if o.phase == "U"))
+    update_us = []
+    for s in range(layout.pp):
+        held = sum(stages[c * layout.pp + s].param_bytes for c in range(layout.virtual))
+        frac = held / total_params / (layout.dp if fsdp else 1)
+        update_us.append(upd * frac)
+    return Plan(time_us=t, stages=stages, update_us=update_us, pre_us=workload.pre_us,
+                post_us=workload.post_us, stage_of_unit=stage_of_unit)
+
+
+def _offset(hooks: list[CommHook], base: int) -> list[CommHook]:
+    """Shift ``after`` references of hooks appended behind ``base`` earlier hooks."""
+    return [replace(h, after=h.after + base) if h.after >= 0 else h for h in hooks]
+
+
+def _param_owner(name: str, modules: dict[str, Op]) -> Op | None:
+    """The leaf op whose module owns parameter ``name`` (longest module-path prefix)."""
+    mod = name.rsplit(".", 1)[0] if "." in name else ""
+    while mod:
+        o = modules.get(mod)
+        if o is not None:
+            return o
+        mod = mod.rsplit(".", 1)[0] if "." in mod else ""
+    return None
+
+
+def _stage_params(sp: StagePlan, workload: Workload, modules: dict[str, Op], tp: int,
+                  first: bool) -> list[tuple[str, float]]:
+    """(name, bytes this rank holds) of the stage's parameters, in registration order.
+
+    Parameters of no traced leaf module (a bare ``nn.Parameter``) belong to the first stage.
+    """
+    own = {o.module for o in sp.fw}
+    out: list[tuple[str, float]] = []
+    for name, nbytes, _ in workload.params:
+        o = _param_owner(name, modules)
+        if o is None:
+            if first:
+                out.append((name, float(nbytes)))
+        elif o.module in own:
+            out.append((name, float(nbytes) * tp_param_bytes(o, tp) / max(o.param_bytes, 1)
+                        if o.param_bytes else float(nbytes)))
+    return out
+
+
+# ----------------------------------------------------------------------------- graph
+@dataclass
+class Built:
+    """The task graph and what is needed to read its schedule back per rank."""
+
+    graph: TaskGraph
+    layout: Layout
+    plan: Plan
+    ranks: list[int]
+    stage_of: dict[int, int]
+    compute_tasks: dict[int, list[int]]
+    comm_tasks: dict[int, list[int]]
+    last_bw: dict[int, int]
+    comm_info: dict[int, tuple[str, str, int, tuple[int, ...]]]  # task -> name, coll, bytes, grp
+
+
+@dataclass
+class _Prepared:
+    ops: list[tuple[int, float]]
+    at_start: list[int]
+    after: dict[int, list[int]]
+    waits: dict[int, list[int]]
+    hooks: list[CommHook]
+
+
+def _prepare(sp: StagePlan, phase: str, t: np.ndarray) -> _Prepared:
+    seq = sp.fw if phase == "F" else sp.bw
+    hooks = sp.hooks
+    prep = _Prepared([(o.index, float(t[o.index])) for o in seq], [], {}, {}, hooks)
+    for i, h in enumerate(hooks):
+        if h.phase != phase:
+            continue
+        if h.issue < 0:
+            prep.at_start.append(i)
+        else:
+            prep.after.setdefault(h.issue, []).append(i)
+        if h.wait >= 0:
+            prep.waits.setdefault(h.wait, []).append(i)
+    return prep
+
+
+def _active(h: CommHook, mb: int, m: int) -> bool:
+    return h.when == "all" or (h.when == "first" and mb == 0) or (h.when == "last" and mb == m - 1)
+
+
+def build_graph(plan: Plan, layout: Layout, comm: Any, *,
+                link_contention: bool = False) -> Built:
+    """Emit the task graph of one iteration for the simulated ranks of ``layout``.
+
+    ``comm``: a :class:`~echo_sim.collectives.CommModel` (or anything with its ``time_us``
+    and ``links``); ``link_contention``: collectives also hold the shared links
+    ``comm.links(group)`` (exclusive, so flows on one link serialise).
+    """
+    g = TaskGraph()
+    L = layout
+    P, V, m = L.pp, L.virtual, L.micro_batches
+    nvs = P * V
+    task, edge = g.task, g.edge
+    sim = L.simulated()
+    sim_set = {L.rank(d, t, s) for d, t, s in sim}
+    prepared = [{ph: _prepare(sp, ph, plan.time_us) for ph in ("F", "B")} for sp in plan.stages]
+    acts = {s: stage_actions(L.schedule, P, m, s, V) for s in range(P)}
+    res_cache: dict[tuple[int, str], int] = {}
+
+    def res(r: int, ch: str) -> int:
+        k = (r, ch)
+        i = res_cache.get(k)
+        if i is None:
+            i = res_cache[k] = g.resource(f"rank{r}/{ch}")
+        return i
+
+    groups: dict[tuple[str, int, int], tuple[int, ...]] = {}
+
+    def group(kind: str, d: int, t: int, s: int) -> tuple[int, ...]:
+        key = (kind, d if kind == "tp" else t, s)
+        grp = groups.get(key)
+        if grp is None:
+            if kind == "tp":
+                grp = tuple(L.rank(d, x, s) for x in range(L.tp))
+            else:
+                grp = tuple(L.rank(x, t, s) for x in range(L.dp))
+            groups[key] = grp
+        return grp
+
+    pending: dict[tuple[Any, ...], int] = {}
+    comm_info: dict[int, tuple[str, str, int, tuple[int, ...]]] = {}
+    compute_tasks: dict[int, list[int]] = {}
+    comm_tasks: dict[int, list[int]] = {r: [] for r in sim_set}
+    last_bw: dict[int, int] = {}
+    stage_of: dict[int, int] = {}
+
+    def p2p(vs_from: int, vs_to: int, mb: int, d: int, t: int) -> int:
+        key = ("p2p", vs_from, vs_to, mb, d, t)
+        tk = pending.get(key)
+        if tk is None:
+            src, dst = L.rank(d, t, vs_from % P), L.rank(d, t, vs_to % P)
+            nbytes = plan.stages[min(vs_from, vs_to)].p2p_bytes
+            members = [x for x in (src, dst) if x in sim_set]
+            rs = tuple(dict.fromkeys(res(x, "p2p") for x in members))
+            dur = comm.time_us("send", nbytes, [src, dst]) if src != dst else 0.0
+            tk = pending[key] = task(dur, rs, label=("p2p", src, dst, mb))
+            comm_info[tk] = ("pp.fw" if vs_to > vs_from else "pp.bw", "send", nbytes,
+                             (src, dst))
+            for x in members:
+                comm_tasks[x].append(tk)
+        return tk
+
+    for d, t, s in sim:
+        r = L.rank(d, t, s)
+        stage_of[r] = s
+        comp = res(r, "compute")
+        ctasks: list[int] = []
+        compute_tasks[r] = ctasks
+        prev = task(plan.pre_us, (comp,), label=("pre", r))
+        ctasks.append(prev)
+        update_waits: list[int] = []
+        chan_last: dict[str, int] = {}
+        for phase, c, mb in acts[s]:
+            vs = c * P + s
+            prep = prepared[vs][phase]
+            hooks = prep.hooks
+            created: dict[int, int] = {}
+
+            def make(hi: int, issuer: int, *, _vs: int = vs, _phase: str = phase,
+                     _mb: int = mb, _created: dict[int, int] = created,
+                     _hooks: list[CommHook] = hooks) -> int:
+                h = _hooks[hi]
+                grp = group(h.group, d, t, s)
+                key = (_vs, _phase, hi, _mb, grp[0])
+                ct = pending.get(key)
+                if ct is None:
+                    members = [x for x in grp if x in sim_set]
+                    rs = [res(x, h.channel) for x in members]
+                    if link_contention:
+                        rs += [g.resource(name) for name in comm.links(list(grp))]
+                    dur = comm.time_us(h.collective, h.nbytes, list(grp))
+                    ct = pending[key] = task(dur, tuple(rs), label=("comm", _vs, hi, _mb))
+                    comm_info[ct] = (h.name, h.collective, h.nbytes, grp)
+                    for x in members:
+                        comm_tasks[x].append(ct)
+                edge(issuer, ct)
+                if h.after >= 0 and h.after in _created:
+                    edge(_created[h.after], ct)
+                if h.chain:
+                    last = chan_last.get(h.channel)
+                    if last is not None:
+                        edge(last, ct)
+                    chan_last[h.channel] = ct
+                if h.wait == -1:
+                    update_waits.append(ct)
+                _created[hi] = ct
+                return ct
+
+            for hi in prep.at_start:
+                if _active(hooks[hi], mb, m):
+                    blk = make(hi, prev)
+                    if hooks[hi].wait == -2:
+                        prev = blk
+            entry = -1
+            if phase == "F" and vs > 0:
+                entry = p2p(vs - 1, vs, mb, d, t)
+            elif phase == "B" and vs < nvs - 1:
+                entry = p2p(vs + 1, vs, mb, d, t)
+            for oi, dur in prep.ops:
+                tk = task(dur, (comp,), label=("op", r, oi, mb))
+                ctasks.append(tk)
+                edge(prev, tk)
+                if entry >= 0:
+                    edge(entry, tk)
+                    entry = -1
+                for hi in prep.waits.get(oi, ()):
+                    ct = created.get(hi)
+                    if ct is not None:
+                        edge(ct, tk)
+                prev = tk
+                for hi in prep.after.get(oi, ()):
+                    if _active(hooks[hi], mb, m):
+                        ct = make(hi, tk)
+                        if hooks[hi].wait == -2:
+                            prev = ct
+            if phase == "B":
+                last_bw[r] = prev
+            if phase == "F" and vs < nvs - 1:
+                edge(prev, p2p(vs, vs + 1, mb, d, t))
+            elif phase == "B" and vs > 0:
+                edge(prev, p2p(vs, vs - 1, mb, d, t))
+        upd = task(plan.update_us[s], (comp,), label=("update", r))
+        ctasks.append(upd)
+        edge(prev, upd)
+        for w in update_waits:
+            edge(w, upd)
+        post = task(plan.post_us, (comp,), label=("post", r))
+        ctasks.append(post)
+        edge(upd, post)
+    return Built(graph=g, layout=L, plan=plan, ranks=sorted(compute_tasks), stage_of=stage_of,
+                 compute_tasks=compute_tasks, comm_tasks=comm_tasks, last_bw=last_bw,
+                 comm_info=comm_info)

@@ -1,0 +1,126 @@
+"""Data parallelism: PyTorch DDP gradient buckets, and a parameter-server variant.
+
+DDP (Li et al. 2020, "PyTorch Distributed", §3.2; ``torch/nn/parallel/distributed.py``):
+
+* parameters are packed into buckets in **reverse registration order** (gradients of the
+  last layers are ready first); the first bucket is capped at 1 MiB
+  (``dist._DEFAULT_FIRST_BUCKET_BYTES``), the others at ``bucket_cap_mb`` = 25 MiB; a bucket
+  closes once it reaches its cap (so it may pass it by one tensor);
+* a bucket's all-reduce is launched when the last of its gradients is ready (the backward
+  of the module that owns it) and buckets are reduced in order, one after another on the
+  communication stream — overlapping the rest of backward;
+* the optimizer step waits for every bucket; with gradient accumulation (``no_sync``) only
+  the last micro-batch's backward reduces.
+
+When the trace itself came from a DDP job, the buckets DDP built (``meta.json`` buckets)
+are used as they are.
+
+Parameter server (BytePS-style push/pull, Jiang et al. 2020): each bucket is pushed
+(priced as a ``reduce`` over the group) and then pulled (a ``broadcast``); pushes and pulls
+use separate channels so pulls overlap later pushes; the optimizer waits for every pull.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from echo_sim.errors import ConfigError
+from echo_sim.workload.ops import CommHook, Op
+
+__all__ = [
+    "DEFAULT_BUCKET_CAP_BYTES",
+    "DP_MODES",
+    "FIRST_BUCKET_BYTES",
+    "apply_data_parallel",
+    "assign_buckets",
+]
+
+DEFAULT_BUCKET_CAP_BYTES = 25 * 1024 * 1024
+FIRST_BUCKET_BYTES = 1024 * 1024
+DP_MODES: tuple[str, ...] = ("ddp", "ps")
+
+
+def assign_buckets(sizes: Sequence[int], *, cap_bytes: int = DEFAULT_BUCKET_CAP_BYTES,
+                   first_bytes: int = FIRST_BUCKET_BYTES) -> list[list[int]]:
+    """Indices of ``sizes`` (already in reduction order) grouped into DDP buckets."""
+    buckets: list[list[int]] = []
+    cur: list[int] = []
+    acc = 0
+    limit = min(first_bytes, cap_bytes)
+    for i, s in enumerate(sizes):
+        cur.append(i)
+        acc += int(s)
+        if acc >= limit:
+            buckets.append(cur)
+            cur, acc, limit = [], 0, cap_bytes
+    if cur:
+        buckets.append(cur)
+    return buckets
+
+
+def apply_data_parallel(
+    bw: Sequence[Op],
+    params: Sequence[tuple[str, float]],
+    *,
+    mode: str = "ddp",
+    cap_bytes: int = DEFAULT_BUCKET_CAP_BYTES,
+    traced_buckets: Sequence[tuple[int, Sequence[str]]] = (),
+) -> list[CommHook]:
+    """Gradient-synchronisation hooks for one (virtual) stage.
+
+    ``bw``: the stage's backward ops in execution order; ``params``: (name, bytes held by
+    this rank) of the stage's parameters in registration order; ``traced_buckets``: DDP's
+    own buckets ((bytes, parameter names), in reduction order) when the trace has them (their
+    bytes are re-summed from ``params``, so tensor-parallel sharding applies). Parameters whose module has no backward op are ready at the end of
+    backward.
+    """
+    if mode not in DP_MODES:
+        raise ConfigError(f"unknown data-parallel mode {mode!r}; valid: {', '.join(DP_MODES)}")
+    if not bw:
+        return []
+    pos = {o.module: k for k, o in enumerate(bw)}
+    last = len(bw) - 1
+
+    def ready(name: str) -> int:
+        mod = name.rsplit(".", 1)[0]
+        while mod:
+            if mod in pos:
+                return pos[mod]
+            mod = mod.rsplit(".", 1)[0] if "." in mod else ""
+        return last
+
+    groups: list[tuple[int, int]] = []  # (bytes, ready position in bw)
+    names_here = {n for n, _ in params}
+    if traced_buckets and all(all(p in names_here for p in ps) for _, ps in traced_buckets
+                              if ps) and sum(len(ps) for _, ps in traced_buckets):
+        nbytes_of = dict(params)
+        for _, ps in traced_buckets:
+            if ps:
+                groups.append((int(sum(nbytes_of[p] for p in ps)),
+                               max(ready(p) for p in ps)))
+    else:
+        # DDP rebuilds its buckets in gradient-ready order after the first iteration;
+        # ties (one module's weight and bias) keep reverse registration order.
+        order = sorted(range(len(params)), key=lambda i: (ready(params[i][0]), -i))
+        sizes = [params[i][1] for i in order]
+        for b in assign_buckets([int(s) for s in sizes], cap_bytes=cap_bytes):
+            members = [order[i] for i in b]
+            groups.append((int(sum(params[i][1] for i in members)),
+                           max(ready(params[i][0]) for i in members)))
+    hooks: list[CommHook] = []
+    for k, (nbytes, at) in enumerate(groups):
+        if nbytes <= 0:
+            continue
+        issue = bw[at].index
+        if mode == "ddp":
+            hooks.append(CommHook(name=f"ddp.bucket{k}", collective="all_reduce",
+                                  nbytes=nbytes, group="dp", channel="comm_dp", phase="B",
+                                  issue=issue, wait=-1, when="last", chain=True))
+        else:
+            hooks.append(CommHook(name=f"ps.push{k}", collective="reduce", nbytes=nbytes,
+                                  group="dp", channel="comm_push", phase="B", issue=issue,
+                                  wait=-3, when="last", chain=True))
+            hooks.append(CommHook(name=f"ps.pull{k}", collective="broadcast", nbytes=nbytes,
+                                  group="dp", channel="comm_pull", phase="B", issue=issue,
+                                  wait=-1, when="last", after=len(hooks) - 1, chain=True))
+    return hooks

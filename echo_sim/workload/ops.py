@@ -1,0 +1,412 @@
+"""The per-operator workload of one training step, extracted from a :class:`Trace`.
+
+:func:`extract_workload` reads one rank's compute track (``FW.*``, ``BW.*``, ``UPDATE.*``),
+keeps the innermost events (leaf modules), and for every operator of one representative
+step records its measured time, module path and class, parameter / input / output bytes,
+forward FLOPs, the transformer block it belongs to (``blocks.<i>.`` style names) and its
+tensor-parallel role.
+
+Time model of an operator (what the simulator replays for it)::
+
+    dur_us  = measured event duration
+    gap_us  = host time after the event until the next compute event starts, minus the part
+              of it covered by a Comm slice of the same rank (waiting on communication is
+              not compute: the simulator models it itself)
+    time_us = dur_us + gap_us
+
+The time before the first operator of a step (data loading, ``zero_grad``) and after the
+last one is kept once per step in :attr:`Workload.pre_us` / :attr:`Workload.post_us`.
+Per-operator values are the median over the captured steps, rescaled so that one
+simulated step on the traced layout takes the median measured step time.
+
+Also here: :class:`CommHook`, the unit by which each parallelism (data, FSDP, tensor,
+pipeline) attaches communication to operators; :mod:`echo_sim.workload.build` turns the
+hooks into engine tasks.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from echo_sim.errors import TraceFormatError
+from echo_sim.trace.model import Cat, Trace
+
+__all__ = [
+    "CommHook",
+    "Op",
+    "TP_ROLES",
+    "Workload",
+    "block_index",
+    "extract_workload",
+    "tp_role",
+]
+
+TP_ROLES: tuple[str, ...] = ("column", "row", "vocab", "inner", "replicated")
+"""Tensor-parallel roles: column-/row-parallel Linear, vocab-parallel embedding/head,
+an op on a column-parallel output before the row-parallel op (activation, attention core),
+or replicated (layer norms, residual adds, position embeddings)."""
+
+# Megatron-LM / HF / torchtitan names of the first (column-parallel) and second
+# (row-parallel) Linear of attention and MLP.
+_COLUMN = {"qkv", "c_attn", "q_proj", "k_proj", "v_proj", "query_key_value", "query", "key",
+           "value", "wq", "wk", "wv", "fc1", "c_fc", "up_proj", "gate_proj", "w1", "w3",
+           "dense_h_to_4h", "linear_fc1", "linear_qkv"}
+_ROW = {"proj", "c_proj", "o_proj", "out_proj", "wo", "fc2", "down_proj", "w2", "dense",
+        "dense_4h_to_h", "linear_fc2", "linear_proj"}
+_HEAD = {"head", "lm_head", "output", "embed_out"}
+_TOKEN_EMB = {"tok_emb", "wte", "embed_tokens", "word_embeddings", "tok_embeddings",
+              "embedding", "embed"}
+_BLOCK_RE = re.compile(r"(?:^|\.)(?:blocks|layers|layer|h|block)\.(\d+)(?:\.|$)")
+
+
+def block_index(module: str) -> int:
+    """Index ``i`` of a ``blocks.<i>.`` (``layers.<i>.``, ``h.<i>.``) module path, else -1."""
+    m = _BLOCK_RE.search(module)
+    return int(m.group(1)) if m else -1
+
+
+def tp_role(module: str, kind: str) -> str:
+    """Megatron tensor-parallel role from the module's last path component and class."""
+    leaf = module.rsplit(".", 1)[-1]
+    if kind == "Linear" and block_index(module) >= 0:
+        if leaf in _COLUMN:
+            return "column"
+        if leaf in _ROW:
+            return "row"
+    if kind == "Linear" and leaf in _HEAD and block_index(module) < 0:
+        return "vocab"
+    if kind == "Embedding" and leaf in _TOKEN_EMB:
+        return "vocab"
+    return "replicated"
+
+
+@dataclass(frozen=True, slots=True)
+class Op:
+    """One operator (leaf module call or optimizer step) of the representative step.
+
+    ``phase``: "F", "B" or "U". ``fw``: for a backward op, the index of its forward op
+    (-1 if none). ``unit``: pipeline / FSDP unit key (``blocks.<i>`` or the top-level child).
+    ``flops``: forward FLOPs for F, 2x the forward FLOPs for B (grad input + grad weight).
+    """
+
+    index: int
+    name: str
+    phase: str
+    module: str
+    kind: str
+    dur_us: float
+    gap_us: float
+    param_bytes: int = 0
+    in_bytes: int = 0
+    out_bytes: int = 0
+    flops: float = 0.0
+    block: int = -1
+    unit: str = ""
+    role: str = "replicated"
+    fw: int = -1
+
+    @property
+    def time_us(self) -> float:
+        """Measured time the op holds the compute stream: ``dur_us + gap_us``."""
+        return self.dur_us + self.gap_us
+
+
+@dataclass(frozen=True, slots=True)
+class CommHook:
+    """Communication a parallelism attaches to operators of one (virtual) stage.
+
+    ``issue``: the op index after whose end it is issued (-1: at the start of the action).
+    ``wait``: the op index that cannot start before it ends; -1: the optimizer step waits
+    for it; -2: blocking (the next op of the action waits, as for tensor-parallel
+    all-reduces); -3: no op waits (a later hook does, through ``after``). ``phase`` ("F" or "B") says which action (forward or backward) holds the
+    issue/wait ops. ``when``: "all" micro-batches, "first" or "last" only. ``after``: index
+    (into the same hook list) of a hook that must finish first (parameter-server pull after
+    push); ``chain``: issued in order after the previous hook of the same channel.
+    ``group``: "tp", "dp" or "pp".
+    """
+
+    name: str
+    collective: str
+    nbytes: int
+    group: str
+    channel: str
+    phase: str
+    issue: int
+    wait: int
+    when: str = "all"
+    after: int = -1
+    chain: bool = False
+
+
+@dataclass(frozen=True)
+class Workload:
+    """The operators of one representative step of one rank, and what is known of the model.
+
+    ``ops`` are in execution order (forward, backward, update). ``params``: (name, bytes,
+    dtype) in registration order (``meta.json`` params, else one entry per module).
+    ``model``: ``meta["model"]`` of a synthetic trace (layers/hidden/heads/seq/vocab), else
+    what could be inferred (hidden, seq), else {}.
+    """
+
+    ops: tuple[Op, ...]
+    micro_batch: int | None
+    step_time_us: float
+    pre_us: float
+    post_us: float
+    params: tuple[tuple[str, int, str], ...]
+    dtype: str
+    device: str
+    device_name: str
+    model: dict[str, Any] = field(default_factory=dict)
+    buckets: tuple[tuple[int, tuple[str, ...]], ...] = ()
+    peak_memory_bytes: int = 0
+    peak_memory_kind: str = ""
+    rank: int = 0
+    steps_used: int = 1
+
+    @property
+    def fw_ops(self) -> list[Op]:
+        return [o for o in self.ops if o.phase == "F"]
+
+    @property
+    def bw_ops(self) -> list[Op]:
+        return [o for o in self.ops if o.phase == "B"]
+
+    @property
+    def update_ops(self) -> list[Op]:
+        return [o for o in self.ops if o.phase == "U"]
+
+    @property
+    def has_blocks(self) -> bool:
+        return any(o.block >= 0 for o in self.ops)
+
+    @property
+    def num_blocks(self) -> int:
+        """Transformer blocks, or top-level children for models without blocks."""
+        if self.has_blocks:
+            return len({o.block for o in self.ops if o.block >= 0})
+        return len({o.unit for o in self.ops if o.phase == "F"})
+
+    @property
+    def total_param_bytes(self) -> int:
+        if self.params:
+            return sum(b for _, b, _ in self.params)
+        return sum(o.param_bytes for o in self.ops if o.phase == "F")
+
+    def with_ops(self, ops: list[Op]) -> Workload:
+        return replace(self, ops=tuple(ops))
+
+
+# --------------------------------------------------------------------------- extraction
+_PHASE = {int(Cat.FW): "F", int(Cat.BW): "B", int(Cat.UPDATE): "U"}
+
+
+def _unit_of(module: str, block: int) -> str:
+    if block >= 0:
+        m = _BLOCK_RE.search(module)
+        if m is not None:
+            return module[: m.end(1)].lstrip(".")
+    return module.split(".", 1)[0]
+
+
+def _covered_us(lo: float, hi: float, iv: np.ndarray) -> float:
+    """Length of [lo, hi] covered by the union of intervals ``iv`` (n x 2, sorted by start)."""
+    if hi <= lo or iv.size == 0:
+        return 0.0
+    total, cur_lo, cur_hi = 0.0, None, None
+    for a, b in iv:
+        a, b = max(a, lo), min(b, hi)
+        if b <= a:
+            continue
+        if cur_hi is None or a > cur_hi:
+            if cur_hi is not None and cur_lo is not None:
+                total += cur_hi - cur_lo
+            cur_lo, cur_hi = a, b
+        else:
+            cur_hi = max(cur_hi, b)
+    if cur_hi is not None and cur_lo is not None:
+        total += cur_hi - cur_lo
+    return total
+
+
+def _step_ops(trace: Trace, rank: int, step: int) -> tuple[list[dict[str, Any]], float, float,
+                                                            float]:
+    """Leaf compute events of one step with gaps; returns (ops, pre_us, post_us, step_us)."""
+    ev = trace.events
+    rows = trace.step_rows(rank, step)
+    cats = ev.cat[rows]
+    comp = rows[np.isin(cats, (int(Cat.FW), int(Cat.BW), int(Cat.UPDATE)))]
+    lo, hi = trace.iteration_bounds(rank, step)
+    if comp.size == 0:
+        return [], 0.0, 0.0, hi - lo
+    ts, dur = ev.ts_us[comp], ev.dur_us[comp]
+    order = np.lexsort((-dur, ts))  # parents before their children
+    comp, ts, dur = comp[order], ts[order], dur[order]
+    end = ts + dur
+    leaf = np.ones(comp.size, dtype=bool)
+    leaf[:-1] = ts[1:] >= end[:-1] - 1e-6
+    comp, ts, end = comp[leaf], ts[leaf], end[leaf]
+    crow = rows[cats == int(Cat.COMM)]
+    iv = np.stack([ev.ts_us[crow], ev.ts_us[crow] + ev.dur_us[crow]], axis=1) if crow.size \
+        else np.zeros((0, 2))
+    iv = iv[np.argsort(iv[:, 0])] if iv.size else iv
+    out = []
+    occ: Counter[str] = Counter()
+    for i, row in enumerate(comp):
+        nxt = ts[i + 1] if i + 1 < comp.size else hi
+        gap = max(0.0, float(nxt - end[i]))
+        if i + 1 < comp.size and gap > 0:
+            gap -= min(gap, _covered_us(float(end[i]), float(nxt), iv))
+        name = trace.name_of(int(row))
+        k = int(ev.kind[row])
+        out.append({
+            "name": name, "key": (name, occ[name]), "phase": _PHASE[int(ev.cat[row])],
+            "kind": trace.kinds[k] if k >= 0 else "", "dur_us": float(end[i] - ts[i]),
+            "gap_us": gap if i + 1 < comp.size else 0.0,
+            "param_bytes": int(ev.param_bytes[row]), "in_bytes": int(ev.in_bytes[row]),
+            "out_bytes": int(ev.out_bytes[row]), "flops": float(ev.flops[row]),
+        })
+        occ[name] += 1
+    post = max(0.0, float(hi - end[-1]))
+    pre = max(0.0, float(ts[0] - lo))
+    return out, pre, post, float(hi - lo)
+
+
+def extract_workload(trace: Trace, *, rank: int | None = None) -> Workload:
+    """The per-op workload of ``rank`` (default: the lowest) over the trace's steps.
+
+    Steps whose op sequence differs from the most common one are skipped. Raises
+    :class:`TraceFormatError` when the rank has no forward/backward events.
+    """
+    if rank is None:
+        ranks = sorted(trace.ranks) or sorted(set(np.unique(trace.events.rank).tolist()))
+        if not ranks:
+            raise TraceFormatError(f"trace {trace.source or '(in memory)'} has no ranks")
+        rank = ranks[0]
+    steps = list(trace.steps) or sorted({int(s) for s in trace.events.step if s >= 0})
+    per_step = [_step_ops(trace, rank, s) for s in steps]
+    per_step = [p for p in per_step if p[0]]
+    if not per_step:
+        raise TraceFormatError(f"trace {trace.source or '(in memory)'}: rank {rank} has no "
+                               "FW/BW/UPDATE events inside a step; cannot simulate it")
+    seqs = Counter(tuple(o["key"] for o in p[0]) for p in per_step)
+    common = seqs.most_common(1)[0][0]
+    used = [p for p in per_step if tuple(o["key"] for o in p[0]) == common]
+    base = used[-1][0]
+    if not any(o["phase"] == "F" for o in base) or not any(o["phase"] == "B" for o in base):
+        raise TraceFormatError(f"trace {trace.source or '(in memory)'}: rank {rank} needs "
+                               "both FW and BW events to simulate training")
+    dur = np.median(np.array([[o["dur_us"] for o in p[0]] for p in used]), axis=0)
+    gap = np.median(np.array([[o["gap_us"] for o in p[0]] for p in used]), axis=0)
+    pre = float(np.median([p[1] for p in used]))
+    post = float(np.median([p[2] for p in used]))
+    step_us = float(np.median([p[3] for p in used]))
+    # Rescale so that the sum of medians equals the median step (medians do not add).
+    total = float(dur.sum() + gap.sum()) + pre + post
+    scale = step_us / total if total > 0 and np.isfinite(step_us) and step_us > 0 else 1.0
+    fw_index: dict[str, int] = {}
+    fw_info: dict[str, dict[str, Any]] = {}
+    for i, o in enumerate(base):
+        if o["phase"] == "F":
+            mod = o["name"][3:]
+            fw_index.setdefault(mod, i)
+            fw_info.setdefault(mod, o)
+    ops: list[Op] = []
+    for i, o in enumerate(base):
+        phase = o["phase"]
+        mod = o["name"].split(".", 1)[1] if "." in o["name"] else o["name"]
+        info = fw_info.get(mod, o) if phase == "B" else o
+        kind = o["kind"] or info["kind"]
+        blk = block_index(mod) if phase != "U" else -1
+        ops.append(Op(
+            index=i, name=o["name"], phase=phase, module=mod if phase != "U" else "",
+            kind=kind, dur_us=float(dur[i]) * scale, gap_us=float(gap[i]) * scale,
+            param_bytes=o["param_bytes"] or (info["param_bytes"] if phase == "B" else 0),
+            in_bytes=info["in_bytes"] if phase != "U" else 0,
+            out_bytes=info["out_bytes"] if phase != "U" else 0,
+            flops=(2.0 * info["flops"] if phase == "B" else info["flops"]) if phase != "U"
+            else 0.0,
+            block=blk, unit=_unit_of(mod, blk) if phase != "U" else "",
+            role=tp_role(mod, kind) if phase != "U" else "replicated",
+            fw=fw_index.get(mod, -1) if phase == "B" else -1,
+        ))
+    ops = _mark_inner(ops)
+    info = trace.ranks.get(rank)
+    meta: dict[str, Any] = dict(info.meta) if info is not None else {}
+    params = tuple((str(p.get("name", "")), int(p.get("bytes", 0)), str(p.get("dtype", "")))
+                   for p in meta.get("params") or [])
+    if not params:
+        params = tuple((o.module + ".weight", o.param_bytes, "float32") for o in ops
+                       if o.phase == "F" and o.param_bytes > 0)
+    dtypes = Counter(d for _, _, d in params if d)
+    dtype = dtypes.most_common(1)[0][0] if dtypes else "float32"
+    buckets = tuple((int(b.get("bytes", 0)), tuple(b.get("params", ())))
+                    for b in meta.get("buckets") or [])
+    mb = meta.get("micro_batch_size")
+    peak, peak_kind = _measured_peak(trace, rank, steps)
+    return Workload(
+        ops=tuple(ops), micro_batch=int(mb) if mb else None, step_time_us=step_us * 1.0,
+        pre_us=pre * scale, post_us=post * scale, params=params, dtype=dtype,
+        device=str(meta.get("device", info.device if info else "cpu")),
+        device_name=str(meta.get("device_name", "")),
+        model=_model_info(meta, ops, int(mb) if mb else None), buckets=buckets,
+        peak_memory_bytes=peak, peak_memory_kind=peak_kind, rank=rank, steps_used=len(used),
+    )
+
+
+def _mark_inner(ops: list[Op]) -> list[Op]:
+    """Ops between a column- and a row-parallel Linear (forward order) work on sharded data."""
+    out = list(ops)
+    inside = False
+    for i, o in enumerate(out):
+        if o.phase != "F":
+            continue
+        if o.role == "column":
+            inside = True
+        elif o.role == "row" or o.role == "vocab" or o.block < 0:
+            inside = False
+        elif inside and o.role == "replicated":
+            out[i] = replace(o, role="inner")
+    roles = {o.module: o.role for o in out if o.phase == "F"}
+    return [replace(o, role=roles.get(o.module, o.role)) if o.phase == "B" else o for o in out]
+
+
+def _model_info(meta: dict[str, Any], ops: list[Op], mb: int | None) -> dict[str, Any]:
+    model = dict(meta.get("model") or {})
+    if "seq" not in model and mb:
+        for o in ops:
+            if o.phase == "F" and o.kind == "Embedding" and o.role == "vocab" and o.in_bytes:
+                seq, rem = divmod(o.in_bytes, 8 * mb)  # int64 token ids (batch, seq)
+                if seq >= 1 and rem == 0:
+                    model["seq"] = int(seq)
+                break
+    for name, _shape in _param_shapes(meta):
+        if "hidden" not in model and name.endswith((".qkv.weight", ".c_attn.weight")):
+            model["hidden"] = int(_shape[-1])
+    return model
+
+
+def _param_shapes(meta: dict[str, Any]) -> list[tuple[str, list[int]]]:
+    return [(str(p.get("name", "")), list(p.get("shape") or [])) for p in meta.get("params") or []
+            if p.get("shape")]
+
+
+def _measured_peak(trace: Trace, rank: int, steps: list[int]) -> tuple[int, str]:
+    """Peak memory the trace measured (CUDA allocated, else host RSS) and which one."""
+    info = trace.ranks.get(rank)
+    device = (info.device if info else "cpu") or "cpu"
+    want = ("cuda_allocated_bytes",) if device.startswith("cuda") else ("rss_bytes",)
+    best = 0
+    for series in want:
+        if series in trace.counter_names:
+            sid = trace.counter_names.index(series)
+            c = trace.counters
+            vals = c.value[(c.rank == rank) & (c.series == sid)]
+            if vals.size:
+                best = max(best, int(vals.max()))
+    return best, want[0] if best else ""

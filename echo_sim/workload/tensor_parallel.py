@@ -1,0 +1,113 @@
+"""Tensor parallelism, the Megatron-LM pattern (Shoeybi et al. 2019, §3).
+
+Within a transformer block the first Linear of attention and MLP (``qkv`` / ``fc1``) is
+column-parallel and the second (``proj`` / ``fc2``) row-parallel; the ops between them
+(attention core, activation) run on the column shard. The token embedding and the output
+head are vocab-parallel. So, with ``tp`` ranks:
+
+* sharded ops (column, row, vocab, inner) take ``1/tp`` of their measured time, and hold
+  ``1/tp`` of their parameters; layer norms, residual adds and position embeddings are
+  replicated and keep their time;
+* forward: one all-reduce of the row-parallel output (``out_bytes``) after ``proj`` and
+  after ``fc2`` — Megatron's ``g`` operator; one after the vocab-parallel embedding;
+* backward: one all-reduce of the input gradient (the column op's ``in_bytes``) after the
+  backward of ``qkv`` and of ``fc1`` — Megatron's ``f`` operator; one after the head's;
+
+i.e. 2 + 2 all-reduces per block and step. With activation recomputation the forward
+all-reduces run again in backward. All of them block the compute stream.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from echo_sim.errors import ConfigError
+from echo_sim.workload.ops import CommHook, Op, Workload
+
+__all__ = ["SHARDED_ROLES", "check_tensor_parallel", "tp_factors", "tp_hooks",
+           "tp_param_bytes"]
+
+SHARDED_ROLES: frozenset[str] = frozenset({"column", "row", "vocab", "inner"})
+
+
+def check_tensor_parallel(workload: Workload, tp: int) -> None:
+    """:class:`ConfigError` if ``tp > 1`` cannot shard this model."""
+    if tp <= 1:
+        return
+    roles = {o.role for o in workload.ops if o.phase == "F"}
+    if "column" not in roles or "row" not in roles:
+        raise ConfigError(f"tp={tp}: the model has no column/row-parallel Linear pattern "
+                          "(blocks.<i>.attn.qkv/proj, blocks.<i>.mlp.fc1/fc2) to shard; use tp=1")
+    for key in ("heads", "hidden"):
+        val = workload.model.get(key)
+        if val and int(val) % tp:
+            raise ConfigError(f"tp={tp} does not divide {key}={int(val)}")
+
+
+def tp_param_bytes(op: Op, tp: int) -> float:
+    """Parameter bytes of ``op`` held by one tensor-parallel rank."""
+    return op.param_bytes / tp if op.role in SHARDED_ROLES else float(op.param_bytes)
+
+
+def tp_factors(ops: Sequence[Op], tp: int) -> tuple[list[float], list[float]]:
+    """Per op (by index): factor on its measured duration and on its trailing host gap.
+
+    The gap after an op is sharded work when it lies inside a sharded region (forward:
+    after a column/inner op and before an inner/row op — the attention core between
+    ``qkv`` and ``proj``; backward: the mirror image); other gaps are host overhead or
+    replicated ops and keep their time.
+    """
+    n = max((o.index for o in ops), default=-1) + 1
+    dur_f, gap_f = [1.0] * n, [1.0] * n
+    if tp <= 1:
+        return dur_f, gap_f
+    seq = list(ops)
+    for i, o in enumerate(seq):
+        if o.role in SHARDED_ROLES:
+            dur_f[o.index] = 1.0 / tp
+        nxt = seq[i + 1] if i + 1 < len(seq) else None
+        if nxt is None or nxt.phase != o.phase:
+            continue
+        if o.phase == "F" and o.role in ("column", "inner") and nxt.role in ("inner", "row"):
+            gap_f[o.index] = 1.0 / tp
+        if o.phase == "B" and o.role in ("row", "inner") and nxt.role in ("inner", "column"):
+            gap_f[o.index] = 1.0 / tp
+    return dur_f, gap_f
+
+
+def tp_hooks(fw: Sequence[Op], bw: Sequence[Op], *, mb_scale: float,
+             recompute: bool = False) -> list[CommHook]:
+    """Blocking tensor-parallel all-reduces for one (virtual) stage's ops.
+
+    ``fw`` / ``bw``: the stage's forward ops in forward order and backward ops in backward
+    order; ``mb_scale``: target micro-batch ÷ traced micro-batch (activation sizes scale).
+    """
+    hooks: list[CommHook] = []
+    by_module = {o.module: o for o in fw}
+    prev_role = ""
+    group_first: dict[str, str] = {}  # column op module -> first column op of its group
+    first = ""
+    for o in fw:
+        if o.role == "column":
+            if prev_role != "column":
+                first = o.module
+            group_first[o.module] = first
+        prev_role = o.role if o.role != "inner" else prev_role
+        if o.role == "row" or (o.role == "vocab" and o.kind == "Embedding"):
+            hooks.append(_ar(f"tp.fw.{o.module}", o.out_bytes, mb_scale, "F", o.index))
+    for o in bw:
+        f = by_module.get(o.module)
+        if f is None:
+            continue
+        if o.role == "column" and group_first.get(o.module) == o.module:
+            hooks.append(_ar(f"tp.bw.{o.module}", f.in_bytes, mb_scale, "B", o.index))
+        elif o.role == "vocab" and o.kind != "Embedding":
+            hooks.append(_ar(f"tp.bw.{o.module}", f.in_bytes, mb_scale, "B", o.index))
+        if recompute and o.role == "row" and o.module in by_module:
+            hooks.append(_ar(f"tp.recompute.{o.module}", f.out_bytes, mb_scale, "B", o.index))
+    return hooks
+
+
+def _ar(name: str, nbytes: int, mb_scale: float, phase: str, issue: int) -> CommHook:
+    return CommHook(name=name, collective="all_reduce", nbytes=int(round(nbytes * mb_scale)),
+                    group="tp", channel="comm_tp", phase=phase, issue=issue, wait=-2)

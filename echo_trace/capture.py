@@ -1,0 +1,508 @@
+"""The capture session: step window, hook lifetimes, files at the end.
+
+``with echo_trace.capture(out_dir="traces", start_step=2, end_step=5) as cap:`` around a
+training loop records steps 2, 3 and 4 (``end_step`` is exclusive, see
+:mod:`echo_trace.config`) and writes ``out_dir/<node_rank>_<local_rank>/`` as soon as step
+5 would begin. Steps are counted by optimizer steps (global optimizer hooks, no user code)
+unless the user calls ``cap.step()`` at the end of each iteration; from the first such call
+on, only ``cap.step()`` counts. With several optimizers the first one that steps counts.
+
+Lifetimes: optimizer hooks for the whole session (they count steps); module hooks,
+communication patches and the memory sampler only while the window is open. Files are
+written once: when the window closes, at ``stop()`` / context exit (also when the loop
+raises), at interpreter exit (atexit) and on SIGTERM (the handler writes, then chains to
+the previous handler or the default action). Any internal error is reported once and
+turns recording off; the training step still runs and gives the same result, and the
+events recorded so far are still written.
+"""
+
+from __future__ import annotations
+
+import atexit
+import itertools
+import logging
+import os
+import platform
+import signal
+import socket
+import threading
+from pathlib import Path
+from types import FrameType, TracebackType
+from typing import Any
+
+from echo_trace.clock import ClockMap, CpuTimer, CudaTimer, measure_offset_us
+from echo_trace.config import DEFAULT_MAX_EVENTS, CaptureConfig
+from echo_trace.ranks import RankInfo, detect_ranks
+from echo_trace.recorder import STEP_TID, Recorder
+from echo_trace.writer import dir_is_nonempty, write_rank_dir
+
+__all__ = ["Capture", "capture"]
+
+log = logging.getLogger("echo_trace")
+
+ECHO_VERSION = "0.1.0"
+_SEQ = itertools.count()  # per-process capture number, tags the clock-sync rendezvous
+
+
+def _echo_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("echo-sim")
+    except Exception:  # noqa: BLE001 - not installed: the source tree's version
+        return ECHO_VERSION
+
+
+class Capture:
+    """One capture session; see the module docstring. Every public method is idempotent
+    and never raises into the training job once constructed."""
+
+    def __init__(self, config: CaptureConfig | None = None, *, model: Any = None,
+                 enabled: bool = True, autostart: bool = False) -> None:
+        self.config = config if config is not None else CaptureConfig()
+        self.model = model
+        self.autostart = autostart
+        self.ranks: RankInfo = RankInfo()
+        self.rec = Recorder(max_events=self.config.max_events)
+        self.rec.enabled = enabled
+        self.rank_dir: Path | None = None
+        self.written: dict[str, Path] | None = None
+        self._requested = enabled
+        self._started = False
+        self._stopped = False
+        self._window = False  # window open (hooks installed)
+        self._finished = False  # window closed (or never to open)
+        self._blocked = False  # rank dir not empty: stays off, still joins clock sync
+        self._count = 0
+        self._user_steps = 0
+        self._step_source = "optimizer"
+        self._primary_opt: Any = None
+        self._steps: list[int] = []
+        self._step_t0: float | None = None
+        self._pid = os.getpid()
+        self._seq = next(_SEQ)
+        self._clock: ClockMap | None = None
+        self._timer: Any = None
+        self._optim: Any = None
+        self._modules: Any = None
+        self._comm: Any = None
+        self._memory: Any = None
+        self._ddp_type: Any = None
+        self._prev_sigterm: Any = None
+        self._sig_installed = False
+        self._atexit = False
+        self._writing = False
+        self._timer_name = "perf_counter"
+        self._device = "cpu"
+        self._device_name = platform.processor() or platform.machine()
+        self._cuda_index: int | None = None
+
+    # ---------------------------------------------------------------- public
+    @property
+    def enabled(self) -> bool:
+        """True while this capture may still record."""
+        return self.rec.enabled and not self._finished and not self._stopped
+
+    @property
+    def step_count(self) -> int:
+        """Steps completed so far (the number of the step now running)."""
+        return self._count
+
+    def start(self) -> Capture:
+        """Begin counting steps (idempotent); opens the window at once if start_step is 0."""
+        if self._started or not self._requested:
+            return self
+        self._started = True
+        try:
+            self._start()
+        except Exception as e:  # noqa: BLE001
+            self.rec.fail("capture start", e)
+            self._finished = True
+        return self
+
+    def step(self) -> None:
+        """Mark the end of an iteration; from the first call on, optimizer steps no longer
+        count."""
+        if not self._started or self._finished or self._stopped:
+            return
+        try:
+            self._user_steps += 1
+            if self._step_source != "user":
+                self._step_source = "user"
+            if self._user_steps > self._count:
+                self._advance(self._user_steps)
+        except Exception as e:  # noqa: BLE001
+            self.rec.fail("cap.step", e)
+
+    def stop(self) -> None:
+        """End the session: close the window, write the files, remove every hook."""
+        if self._stopped or not self._started or os.getpid() != self._pid:
+            return
+        self._stopped = True
+        try:
+            self._finish(partial=True)
+        except Exception as e:  # noqa: BLE001
+            self.rec.fail("capture stop", e)
+        try:
+            self._close_window()  # hooks left inert by a SIGTERM handler
+            if self._optim is not None:
+                self._optim.remove()
+            self._uninstall_signal()
+            if self._atexit:
+                atexit.unregister(self._atexit_stop)
+                self._atexit = False
+            from echo_trace import _autostart
+
+            _autostart.forget(self)
+        except Exception as e:  # noqa: BLE001
+            self.rec.fail("capture stop", e)
+
+    def __enter__(self) -> Capture:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+    # ---------------------------------------------------------------- session
+    def _start(self) -> None:
+        from echo_trace import _autostart
+        from echo_trace.optim import OptimizerTracer
+
+        if not self.autostart:
+            _autostart.yield_to_explicit()
+        _autostart.remember(self)
+        self.ranks = detect_ranks()
+        self.rec.rank = self.ranks.rank
+        self._set_rank_dir()
+        self._clock = ClockMap()
+        self._optim = OptimizerTracer(self.rec, get_timer=lambda: self._timer,
+                                      on_step=self._on_optimizer_step,
+                                      on_compute_start=self._compute_start)
+        self._optim.install()
+        if not self._blocked:
+            atexit.register(self._atexit_stop)
+            self._atexit = True
+        if self.config.start_step == 0:
+            self._open_window()
+
+    def _set_rank_dir(self) -> None:
+        self.rank_dir = Path(self.config.out_dir) / self.ranks.dir_name
+        if not self.config.overwrite and dir_is_nonempty(self.rank_dir):
+            log.warning("echo_trace: %s is not empty; capture stays off on this process "
+                        "(pass overwrite=True or TRACE_OVERWRITE=1 to replace it)",
+                        self.rank_dir)
+            self._blocked = True
+            self.rec.enabled = False
+
+    def _on_optimizer_step(self, opt: Any) -> None:
+        if self._finished or self._stopped or self._step_source != "optimizer":
+            return
+        try:
+            if self._primary_opt is None:
+                import weakref
+
+                self._primary_opt = weakref.ref(opt)
+            if self._primary_opt() is opt:
+                self._advance(self._count + 1)
+        except Exception as e:  # noqa: BLE001
+            self.rec.fail("step counting", e)
+
+    def _advance(self, count: int) -> None:
+        """``count`` steps are complete: move the window along."""
+        self._count = count
+        cfg = self.config
+        assert cfg.end_step is not None
+        if self._window:
+            self._end_step_marker()
+            if count >= cfg.end_step or not self.rec.enabled:
+                self._finish(partial=False)
+            else:
+                self._begin_step_marker(count)
+        elif cfg.start_step <= count < cfg.end_step and not self._finished:
+            self._open_window()
+        elif count >= cfg.end_step:
+            self._finish(partial=False)
+
+    # ---------------------------------------------------------------- window
+    def _open_window(self) -> None:
+        import torch
+
+        rec = self.rec
+        self._window = True
+        self._refine_ranks()
+        assert self._clock is not None
+        try:  # every rank joins, even one whose capture is off, so peers never wait
+            off, how = measure_offset_us(self._clock, f"clock{self._seq}")
+            self._clock.offset_us, self._clock.sync_method = off, how
+        except Exception as e:  # noqa: BLE001
+            rec.fail("clock sync", e)
+        if not rec.enabled:
+            self._window = False
+            self._finished = True
+            return
+        with rec.guard("opening the capture window"):
+            if torch.cuda.is_available() and torch.cuda.is_initialized():
+                self._cuda_index = torch.cuda.current_device()
+                self._timer = CudaTimer(rec)
+                self._device = "cuda"
+                self._device_name = torch.cuda.get_device_name(self._cuda_index)
+            else:
+                self._timer = CpuTimer(rec)
+            self._timer_name = self._timer.timer_name
+            from echo_trace.memory import MemorySampler
+            from echo_trace.modules import ModuleTracer
+
+            self._modules = ModuleTracer(rec, self._timer, depth=self.config.depth,
+                                         root=self.model, on_module=self._on_module)
+            self._comm = self._make_comm()
+            if self._comm is not None:
+                self._comm.install()
+            self._memory = MemorySampler(rec, interval_ms=self.config.memory_interval_ms,
+                                         cuda_device=self._cuda_index)
+            self._install_signal()
+            self._begin_step_marker(self._count)
+            self._modules.install()
+            self._memory.start()
+        if not rec.enabled:
+            self._finish(partial=True)
+
+    def _refine_ranks(self) -> None:
+        """Prefer the process group's rank when it disagrees with the environment."""
+        try:
+            import torch.distributed as dist
+
+            if not (dist.is_available() and dist.is_initialized()):
+                return
+            rank, world = dist.get_rank(), dist.get_world_size()
+        except Exception as e:  # noqa: BLE001
+            self.rec.fail("rank detection", e)
+            return
+        r = self.ranks
+        if r.rank == rank and r.world_size == world:
+            return
+        lws = r.local_world_size if r.local_world_size <= world and world % r.local_world_size == 0 \
+            and r.source != "single" else world
+        self.ranks = RankInfo(rank=rank, local_rank=rank % lws, world_size=world,
+                              local_world_size=lws, node_rank=rank // lws, source="dist")
+        self.rec.rank = rank
+        if not self._blocked:
+            self._set_rank_dir()
+
+    def _make_comm(self) -> Any:
+        try:
+            from echo_trace.comm import CommTracer  # type: ignore[import-not-found]
+        except ImportError:
+            return None
+        return CommTracer(self.rec)
+
+    def _on_module(self, mod: Any) -> None:
+        if self._comm is None:
+            return
+        if self._ddp_type is None:
+            from torch.nn.parallel import DistributedDataParallel
+
+            self._ddp_type = DistributedDataParallel
+        if isinstance(mod, self._ddp_type):
+            self._comm.attach_ddp(mod)
+
+    def _compute_start(self, t: Any) -> None:
+        if self._modules is not None:
+            self._modules.close_open_bw(t)
+
+    def _begin_step_marker(self, step: int) -> None:
+        self.rec.new_step(step)
+        self.rec.recording = True
+        if self._memory is not None:
+            with self.rec.guard("memory sampler"):
+                self._memory.take_peaks()
+                self._memory.sample()
+        self._step_t0 = Recorder.now_us()
+
+    def _end_step_marker(self) -> None:
+        """Close the running step: resolve timings, write its STEP slice."""
+        rec = self.rec
+        t0, self._step_t0 = self._step_t0, None
+        if self._modules is not None:
+            self._modules.end_step()
+        with rec.guard("step end"):
+            if self._timer is not None and rec.enabled:
+                self._timer.flush()
+            if t0 is None or not rec.enabled:
+                return
+            args: dict[str, Any] = {}
+            if self._memory is not None:
+                self._memory.sample()
+                args.update(self._memory.take_peaks())
+            t1 = Recorder.now_us()
+            rec.complete("STEP", "step", t0, t1 - t0, args, tid=STEP_TID, occ=0)
+            self._steps.append(rec.step)
+
+    def _close_window(self) -> None:
+        """Remove window-only hooks and stop the sampler (safe outside module hooks)."""
+        self.rec.recording = False
+        self._window = False
+        for part, name in ((self._modules, "module hooks"), (self._comm, "comm hooks")):
+            if part is not None:
+                try:
+                    part.remove()
+                except Exception as e:  # noqa: BLE001
+                    self.rec.fail(f"removing {name}", e)
+        if self._memory is not None:
+            self._memory.stop()
+
+    def _finish(self, *, partial: bool) -> None:
+        """Close the window (if open) and write the files once."""
+        if self._finished:
+            return
+        was_open = self._window
+        if was_open and partial:
+            with self.rec.guard("step end"):
+                if self._timer is not None and self.rec.enabled:
+                    self._timer.flush()
+        if was_open:
+            self._close_window()
+        self._finished = True
+        if was_open or self._steps:
+            self._write()
+        elif not self._blocked and self._requested:
+            level = logging.DEBUG if self.autostart else logging.WARNING
+            log.log(level, "echo_trace: capture window never opened (%d steps completed, "
+                    "start_step=%d); nothing written", self._count, self.config.start_step)
+
+    # ---------------------------------------------------------------- files
+    def meta(self) -> dict[str, Any]:
+        """The contents of meta.json as of now."""
+        import torch
+
+        r = self.ranks
+        backend = None
+        try:
+            import torch.distributed as dist
+
+            if dist.is_available() and dist.is_initialized():
+                backend = str(dist.get_backend())
+        except Exception:  # noqa: BLE001 - metadata is best effort
+            backend = None
+        params = self._modules.param_table() if self._modules is not None else []
+        clock = self._clock
+        all_steps = sorted({int(e["args"]["step"]) for e in self.rec.events
+                            if e.get("ph") == "X"})
+        partial = [s for s in all_steps if s not in self._steps]
+        meta: dict[str, Any] = {
+            "echo_version": _echo_version(), "torch_version": torch.__version__,
+            "rank": r.rank, "local_rank": r.local_rank, "node_rank": r.node_rank,
+            "world_size": r.world_size, "local_world_size": r.local_world_size,
+            "rank_source": r.source, "backend": backend, "device": self._device,
+            "device_name": self._device_name, "host": socket.gethostname(), "pid": os.getpid(),
+            "steps": list(self._steps), "partial_steps": partial,
+            "step_source": self._step_source,
+            "start_step": self.config.start_step, "end_step": self.config.end_step,
+            "clock_offset_us": 0.0 if clock is None else clock.offset_us,
+            "clock_sync": "none" if clock is None else clock.sync_method,
+            "timer": self._timer_name,
+            "micro_batch_size": self._modules.micro_batch_size if self._modules else None,
+            "params": params, "param_bytes": sum(p["bytes"] for p in params),
+            "buckets": [],
+            "dropped_events": self.rec.dropped, "max_events": self.rec.max_events,
+            "disabled_reason": self.rec.disabled_reason,
+            "memory_interval_ms": self.config.memory_interval_ms,
+            "depth": self.config.depth,
+        }
+        if self._comm is not None:
+            try:
+                meta.update(self._comm.meta())
+            except Exception as e:  # noqa: BLE001
+                self.rec.fail("comm meta", e)
+        return meta
+
+    def _write(self) -> None:
+        if self._writing or self.written is not None or os.getpid() != self._pid:
+            return
+        if self.rank_dir is None or self._blocked:
+            return
+        self._writing = True
+        try:
+            from echo_trace import dag as dag_mod
+
+            events = list(self.rec.events)
+            step = dag_mod.last_complete_step(events)
+            if step is None and self._steps == [] and events:
+                step = max((e["args"]["step"] for e in events if e.get("ph") == "X"),
+                           default=None)
+            gml = None
+            if step is not None:
+                gml = dag_mod.dag_gml(dag_mod.build_step_dag(events, step))
+            meta = self.meta()
+            meta["dag_step"] = step
+            assert self._clock is not None
+            self.written = write_rank_dir(
+                self.rank_dir, events=events, meta=meta, dag_gml=gml, gzip=self.config.gzip,
+                offset_us=self._clock.base_us + self._clock.offset_us)
+            log.info("echo_trace: wrote %s (%d events)", self.rank_dir, len(events))
+        except Exception as e:  # noqa: BLE001 - writing must not break the job either
+            self.rec.fail("writing the trace", e)
+        finally:
+            self._writing = False
+
+    # ---------------------------------------------------------------- exits
+    def _atexit_stop(self) -> None:
+        if os.getpid() == self._pid:
+            self.stop()
+
+    def _install_signal(self) -> None:
+        if self._sig_installed or threading.current_thread() is not threading.main_thread():
+            return
+        try:
+            self._prev_sigterm = signal.signal(signal.SIGTERM, self._on_sigterm)
+            self._sig_installed = True
+        except (ValueError, OSError) as e:
+            log.info("echo_trace: SIGTERM handler not installed (%s)", e)
+
+    def _uninstall_signal(self) -> None:
+        if not self._sig_installed or threading.current_thread() is not threading.main_thread():
+            return
+        try:
+            if signal.getsignal(signal.SIGTERM) == self._on_sigterm:
+                signal.signal(signal.SIGTERM, self._prev_sigterm)
+        except (ValueError, OSError, TypeError):
+            pass  # interpreter shutting down
+        self._sig_installed = False
+
+    def _on_sigterm(self, signum: int, frame: FrameType | None) -> None:
+        """Write what was captured, then do what SIGTERM did before us."""
+        if os.getpid() == self._pid and not self._finished:
+            # hooks may be running right now: make them inert rather than removing them
+            self.rec.recording = False
+            try:
+                if self._memory is not None:
+                    self._memory.stop(timeout_s=0.2)
+                self._finished = True
+                self._window = False
+                self._write()
+            except Exception as e:  # noqa: BLE001
+                self.rec.fail("SIGTERM handler", e)
+        prev = self._prev_sigterm
+        if callable(prev):
+            prev(signum, frame)
+        elif prev == signal.SIG_IGN:
+            return
+        else:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+
+
+def capture(out_dir: str | os.PathLike[str] = "traces", start_step: int = 2,
+            end_step: int | None = 5, *, gzip: bool = False, depth: int | None = None,
+            memory_interval_ms: float = 10.0, overwrite: bool = False,
+            max_events: int = DEFAULT_MAX_EVENTS, model: Any = None,
+            enabled: bool = True) -> Capture:
+    """A :class:`Capture` to use as ``with capture(...) as cap:`` (or ``.start()/.stop()``).
+
+    Records steps ``start_step .. end_step-1``; ``enabled=False`` gives a capture whose
+    every call is a no-op. Bad arguments raise ``ValueError`` here, before training.
+    """
+    cfg = CaptureConfig(out_dir=os.fspath(out_dir), start_step=start_step, end_step=end_step,
+                        gzip=gzip, depth=depth, memory_interval_ms=memory_interval_ms,
+                        overwrite=overwrite, max_events=max_events)
+    return Capture(cfg, model=model, enabled=enabled)

@@ -1,0 +1,208 @@
+"""Clocks: local timing, the aligned trace clock, and CUDA event timing.
+
+* Local times are ``time.perf_counter_ns() / 1000`` microseconds (:meth:`Recorder.now_us`).
+* :class:`ClockMap` maps them to Unix microseconds (pairing ``perf_counter_ns`` with
+  ``time_ns`` at capture start) plus ``clock_offset_us``, the offset to rank 0's clock
+  measured by :func:`measure_offset_us` with a collective at the first captured step.
+* :class:`CpuTimer` / :class:`CudaTimer` turn (start, end) time points into ``X`` events.
+  The CUDA timer records one ``torch.cuda.Event`` per time point and resolves them at step
+  end (one wait on the last event per step, never a synchronize per op).
+"""
+
+from __future__ import annotations
+
+import logging
+import statistics
+import time
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from echo_trace.recorder import COMPUTE_TID, Recorder
+
+__all__ = ["ClockMap", "CpuTimer", "CudaTimer", "measure_offset_us"]
+
+log = logging.getLogger("echo_trace")
+
+#: Repeats of barrier + all_gather; the median offset is kept.
+SYNC_REPEATS = 5
+#: How long a rank waits for every peer to reach clock sync before skipping it (s).
+SYNC_RENDEZVOUS_TIMEOUT_S = 60.0
+
+
+class ClockMap:
+    """Local perf-counter µs → aligned µs (Unix time at capture start + ``offset_us``)."""
+
+    def __init__(self) -> None:
+        best: tuple[int, int, int] | None = None
+        for _ in range(5):  # keep the tightest (perf, unix, perf) sandwich
+            p0 = time.perf_counter_ns()
+            u = time.time_ns()
+            p1 = time.perf_counter_ns()
+            if best is None or p1 - p0 < best[2] - best[0]:
+                best = (p0, u, p1)
+        assert best is not None
+        p_mid_ns = (best[0] + best[2]) // 2
+        #: Unix µs minus perf-counter µs at capture start.
+        self.base_us = (best[1] - p_mid_ns) / 1000.0
+        #: Offset to add to this rank's Unix clock to read rank 0's (µs).
+        self.offset_us = 0.0
+        self.sync_method = "none"
+
+    def unix_us(self, local_us: float) -> float:
+        """Local µs mapped to this host's Unix clock (no cross-rank offset)."""
+        return local_us + self.base_us
+
+    def aligned_us(self, local_us: float) -> float:
+        """Local µs on the clock shared by all ranks."""
+        return local_us + self.base_us + self.offset_us
+
+
+def _sync_device(dist: Any) -> Any:
+    import torch
+
+    backend = str(dist.get_backend())
+    if "nccl" in backend and "gloo" not in backend and torch.cuda.is_available():
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
+
+
+def _rendezvous(dist: Any, tag: str, rank: int, world: int) -> bool:
+    """True when every rank reached this point (via the default store, bounded wait).
+
+    Issuing a collective that a peer never joins would hang the job or shift the group's
+    sequence numbers; the store check keeps a rank whose capture is off (or that never
+    opened the window) from doing that to the others.
+    """
+    from torch.distributed import distributed_c10d as c10d
+
+    store = c10d._get_default_store()
+    store.set(f"echo_trace/{tag}/{rank}", "1")
+    keys = [f"echo_trace/{tag}/{r}" for r in range(world)]
+    try:
+        store.wait(keys, timedelta(seconds=SYNC_RENDEZVOUS_TIMEOUT_S))
+    except RuntimeError as e:  # timeout: some rank is not capturing
+        log.warning("echo_trace: not every rank reached clock sync within %.0f s (%s); "
+                    "clocks left unaligned", SYNC_RENDEZVOUS_TIMEOUT_S, e)
+        return False
+    return True
+
+
+def measure_offset_us(clock: ClockMap, tag: str) -> tuple[float, str]:
+    """Offset (µs) to add to this rank's clock to get rank 0's, and the method used.
+
+    When a process group exists: ``SYNC_REPEATS`` × (barrier; read the Unix-mapped clock;
+    all_gather the readings as int64 ns), median of (rank 0 reading − own reading). The
+    error is the barrier's release skew (tens of µs on one host). Else ``(0.0, "none")``.
+    """
+    import torch
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()):
+        return 0.0, "none"
+    world = dist.get_world_size()
+    if world < 2:
+        return 0.0, "none"
+    rank = dist.get_rank()
+    if not _rendezvous(dist, tag, rank, world):
+        return 0.0, "none"
+    device = _sync_device(dist)
+    barrier_kw: dict[str, Any] = {}
+    if device.type == "cuda":
+        barrier_kw["device_ids"] = [device.index]
+    diffs: list[float] = []
+    for _ in range(SYNC_REPEATS):
+        dist.barrier(**barrier_kw)
+        mine_ns = int(clock.unix_us(Recorder.now_us()) * 1000.0)
+        buf = torch.tensor([mine_ns], dtype=torch.int64, device=device)
+        out = [torch.zeros_like(buf) for _ in range(world)]
+        dist.all_gather(out, buf)
+        diffs.append((int(out[0].item()) - mine_ns) / 1000.0)
+    return float(statistics.median(diffs)), "all_gather"
+
+
+class CpuTimer:
+    """Time points are local µs floats; events go straight into the recorder."""
+
+    timer_name = "perf_counter"
+
+    def __init__(self, rec: Recorder) -> None:
+        self.rec = rec
+        self.now: Callable[[], Any] = Recorder.now_us
+
+    def emit(self, name: str, cat: str, start: Any, end: Any, args: dict[str, Any],
+             tid: int = COMPUTE_TID) -> None:
+        self.rec.complete(name, cat, start, end - start, args, tid=tid)
+
+    def point_us(self, point: Any) -> float:
+        return float(point)
+
+    def flush(self) -> None:
+        """Nothing pending on the CPU path."""
+
+    def anchor(self) -> None:
+        """Nothing to anchor on the CPU path."""
+
+
+class _CudaPoint:
+    __slots__ = ("cpu_us", "event")
+
+    def __init__(self, cpu_us: float, event: Any) -> None:
+        self.cpu_us = cpu_us
+        self.event = event
+
+
+class CudaTimer:
+    """Time points carry a CUDA event; ``flush()`` at step end turns them into GPU times.
+
+    GPU times are placed on the local clock through an anchor event recorded right after
+    the previous flush waited for the GPU (queue empty, so the anchor runs at once):
+    ``ts_us = anchor_cpu_us + anchor.elapsed_time(ev) * 1000``.
+    """
+
+    timer_name = "cuda_event"
+
+    def __init__(self, rec: Recorder) -> None:
+        import torch
+
+        self.rec = rec
+        self._event_cls = torch.cuda.Event
+        self._pending: list[tuple[str, str, _CudaPoint, _CudaPoint, dict[str, Any], int, int,
+                                  int]] = []
+        self._anchor: _CudaPoint | None = None
+        self.anchor()
+
+    def now(self) -> _CudaPoint:
+        ev = self._event_cls(enable_timing=True)
+        ev.record()
+        return _CudaPoint(Recorder.now_us(), ev)
+
+    def anchor(self) -> None:
+        """Wait for the GPU once, then record the reference event for the next step."""
+        import torch
+
+        torch.cuda.synchronize()
+        self._anchor = self.now()
+
+    def emit(self, name: str, cat: str, start: _CudaPoint, end: _CudaPoint,
+             args: dict[str, Any], tid: int = COMPUTE_TID) -> None:
+        rec = self.rec
+        self._pending.append((name, cat, start, end, args, tid, rec.step, rec.occurrence(name)))
+
+    def point_us(self, point: _CudaPoint) -> float:
+        anchor = self._anchor
+        if anchor is None:
+            return point.cpu_us
+        return anchor.cpu_us + anchor.event.elapsed_time(point.event) * 1000.0
+
+    def flush(self) -> None:
+        """Resolve this step's events after one wait for the GPU, then re-anchor."""
+        import torch
+
+        pending, self._pending = self._pending, []
+        torch.cuda.synchronize()
+        for name, cat, start, end, args, tid, step, occ in pending:
+            t0 = self.point_us(start)
+            t1 = self.point_us(end)
+            self.rec.complete(name, cat, t0, t1 - t0, args, tid=tid, step=step, occ=occ)
+        self._anchor = self.now()

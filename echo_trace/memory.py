@@ -1,0 +1,136 @@
+"""Memory sampler: a background thread writing ``memory`` counter events.
+
+Every ``interval_ms`` it reads host RSS (psutil ``memory_info().rss``; ``memory_full_info``
+is too slow to sample) and, on CUDA, ``torch.cuda.memory_allocated/reserved`` of the
+capture's device and the device's NVML ``used`` bytes (``pynvml`` from ``nvidia-ml-py``,
+imported lazily; the CUDA index is mapped to the NVML index through
+``CUDA_VISIBLE_DEVICES``). Missing NVML just leaves that counter out. Per-step peaks of
+the samples go into the ``STEP`` marker's args. An error in the thread disables capture
+once (``Recorder.fail``) and ends the thread; training is untouched.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from typing import Any
+
+from echo_trace.recorder import Recorder
+
+__all__ = ["MemorySampler", "nvml_index"]
+
+log = logging.getLogger("echo_trace")
+
+
+def nvml_index(cuda_index: int, visible: str | None) -> int | str:
+    """NVML device for CUDA device ``cuda_index`` given ``CUDA_VISIBLE_DEVICES``.
+
+    Returns an int index, or a UUID string when the variable lists UUIDs (``GPU-...``).
+    """
+    if visible is None or not visible.strip():
+        return cuda_index
+    items = [v.strip() for v in visible.split(",") if v.strip()]
+    if cuda_index >= len(items):
+        return cuda_index
+    item = items[cuda_index]
+    return int(item) if item.isdigit() else item
+
+
+def _nvml_handle(cuda_index: int) -> Any:
+    """An NVML handle for the device, or None when NVML is unavailable."""
+    try:
+        import pynvml  # nvidia-ml-py
+    except ImportError:
+        return None
+    try:
+        pynvml.nvmlInit()
+        which = nvml_index(cuda_index, os.environ.get("CUDA_VISIBLE_DEVICES"))
+        if isinstance(which, int):
+            return pynvml.nvmlDeviceGetHandleByIndex(which)
+        return pynvml.nvmlDeviceGetHandleByUUID(which)
+    except Exception as e:  # noqa: BLE001 - NVML is optional
+        log.info("echo_trace: NVML unavailable (%s); nvml_used_bytes not sampled", e)
+        return None
+
+
+class MemorySampler:
+    """Samples memory every ``interval_ms`` while recording; tracks per-step peaks (bytes)."""
+
+    def __init__(self, rec: Recorder, *, interval_ms: float, cuda_device: int | None = None
+                 ) -> None:
+        import psutil
+
+        self.rec = rec
+        self.interval_s = interval_ms / 1000.0
+        self.cuda_device = cuda_device
+        self._proc = psutil.Process()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._peaks: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._nvml: Any = None
+        self._cuda: Any = None
+        if cuda_device is not None:
+            import torch
+
+            self._cuda = torch.cuda
+            self._nvml = _nvml_handle(cuda_device)
+
+    def sample(self) -> dict[str, int]:
+        """Read the counters now, record them (when recording) and update the peaks."""
+        vals = {"rss_bytes": int(self._proc.memory_info().rss)}
+        if self._cuda is not None:
+            dev = self.cuda_device
+            vals["cuda_allocated_bytes"] = int(self._cuda.memory_allocated(dev))
+            vals["cuda_reserved_bytes"] = int(self._cuda.memory_reserved(dev))
+            if self._nvml is not None:
+                import pynvml
+
+                vals["nvml_used_bytes"] = int(pynvml.nvmlDeviceGetMemoryInfo(self._nvml).used)
+        rec = self.rec
+        if rec.enabled and rec.recording:
+            rec.counter("memory", rec.now_us(), vals)
+        with self._lock:
+            peaks = self._peaks
+            for k, v in vals.items():
+                if v > peaks.get(k, -1):
+                    peaks[k] = v
+        return vals
+
+    def take_peaks(self) -> dict[str, int]:
+        """STEP args for the step just ended (``peak_rss_bytes``, ...); resets the peaks."""
+        with self._lock:
+            peaks, self._peaks = self._peaks, {}
+        out = {}
+        for src, dst in (("rss_bytes", "peak_rss_bytes"),
+                         ("cuda_allocated_bytes", "peak_cuda_allocated_bytes"),
+                         ("cuda_reserved_bytes", "peak_cuda_reserved_bytes")):
+            if src in peaks:
+                out[dst] = peaks[src]
+        return out
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            if not self.rec.enabled:
+                return
+            try:
+                self.sample()
+            except Exception as e:  # noqa: BLE001 - the sampler must never hurt the job
+                self.rec.fail("memory sampler", e)
+                return
+
+    def start(self) -> None:
+        """Start the thread (idempotent; interval 0 means no thread, samples at boundaries)."""
+        if self._thread is not None or self.interval_s <= 0:
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="echo_trace-memory", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout_s: float = 1.0) -> None:
+        """Stop and join the thread (idempotent)."""
+        self._stop.set()
+        t, self._thread = self._thread, None
+        if t is not None and t is not threading.current_thread():
+            t.join(timeout_s)

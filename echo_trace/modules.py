@@ -1,0 +1,453 @@
+"""Forward and backward timing of modules: ``FW.<path>`` and ``BW.<path>`` events.
+
+Forward: global module forward pre/post hooks (installed only while the step window is
+open; they take every module call off PyTorch's fast path). Backward, as
+``torch.utils.module_tracker.ModuleTracker`` does it and never with full backward hooks
+(those wrap tensors in views and break in-place ops): a grad hook on the module's outputs
+marks BW start (gradients of the outputs ready) and one on its inputs marks BW end
+(gradients with respect to the inputs ready); a module whose inputs need no gradient
+(an embedding, the first layer) ends when the gradients of its parameters are ready.
+On one autograd thread the backward of distinct traced modules never overlaps, so a BW
+still open when another compute event starts is closed at that moment: BW slices stay
+sequential on the compute track even when an input's gradient is summed over branches
+(q/k/v projections of one input).
+
+Traced modules: leaf modules (no children) by default; with ``depth=d`` the modules ``d``
+levels below the outermost module plus the leaves above that level (a partition of the
+tree, so FW slices do not nest). Module paths come from ``named_modules()`` of the
+outermost module, with DDP/DataParallel's ``module.`` prefix and FSDP/checkpoint/compile
+wrapper components stripped. Per-module static facts are cached in a WeakKeyDictionary.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import nn
+
+from echo_trace.recorder import Recorder
+
+__all__ = ["ModuleTracer", "forward_flops"]
+
+_WRAPPER_TYPES = frozenset({
+    "DistributedDataParallel", "DataParallel", "FullyShardedDataParallel", "CheckpointWrapper",
+    "OptimizedModule",
+})
+_WRAPPER_PARTS = frozenset({"_fsdp_wrapped_module", "_checkpoint_wrapped_module", "_orig_mod"})
+
+# flops kinds
+_NONE, _LINEAR, _CONV, _CONVT, _ZERO = 0, 1, 2, 3, 4
+
+
+def _flops_kind(mod: nn.Module) -> tuple[int, int]:
+    """(kind, constant) for :func:`forward_flops`."""
+    if isinstance(mod, nn.Linear):
+        return _LINEAR, mod.in_features * mod.out_features
+    if isinstance(mod, (nn.Conv1d, nn.Conv2d, nn.Conv3d)):
+        return _CONV, (mod.in_channels // mod.groups) * math.prod(mod.kernel_size)
+    if isinstance(mod, (nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d)):
+        return _CONVT, (mod.out_channels // mod.groups) * math.prod(mod.kernel_size)
+    if isinstance(mod, (nn.Embedding, nn.EmbeddingBag)):
+        return _ZERO, 0
+    return _NONE, 0
+
+
+def forward_flops(kind: int, const: int, in_t: torch.Tensor | None,
+                  out_t: torch.Tensor | None, in_features: int = 1) -> int | None:
+    """Forward FLOPs, counting a multiply-add as 2 (the convention of
+    ``torch.utils.flop_counter``):
+
+    * Linear: ``2 · in · out · rows``, rows = input elements / in_features;
+    * Conv: ``2 · out_elements · (C_in / groups) · prod(kernel)``;
+    * ConvTranspose: ``2 · in_elements · (C_out / groups) · prod(kernel)``;
+    * Embedding: 0.  Other modules: None (unknown).
+    """
+    if kind == _LINEAR and in_t is not None:
+        return 2 * const * (in_t.numel() // max(in_features, 1))
+    if kind == _CONV and out_t is not None:
+        return 2 * out_t.numel() * const
+    if kind == _CONVT and in_t is not None:
+        return 2 * in_t.numel() * const
+    if kind == _ZERO:
+        return 0
+    return None
+
+
+class _Info:
+    """Static facts about one module, computed once."""
+
+    __slots__ = ("path", "fw_name", "bw_name", "traced", "static_args", "flops_kind",
+                 "flops_const", "in_features", "params_fn")
+
+    def __init__(self, mod: nn.Module, path: str, traced: bool) -> None:
+        self.path = path
+        self.fw_name = "FW." + path
+        self.bw_name = "BW." + path
+        self.traced = traced
+        leaf = next(iter(mod.children()), None) is None
+        params = list(mod.parameters(recurse=not leaf))
+        param_bytes = sum(p.numel() * p.element_size() for p in params)
+        self.static_args = {"module": path, "type": type(mod).__name__,
+                            "param_bytes": param_bytes}
+        self.flops_kind, self.flops_const = _flops_kind(mod)
+        self.in_features = getattr(mod, "in_features", 1) if self.flops_kind == _LINEAR else 1
+        ref = weakref.ref(mod)
+        if leaf:
+            def params_fn() -> list[torch.Tensor]:
+                m = ref()
+                if m is None:
+                    return []
+                return [p for p in m._parameters.values() if p is not None and p.requires_grad]
+        else:
+            def params_fn() -> list[torch.Tensor]:
+                m = ref()
+                return [] if m is None else [p for p in m.parameters() if p.requires_grad]
+        self.params_fn = params_fn
+
+
+_WAIT, _OPEN, _DONE, _ENDED_EARLY = 0, 1, 2, 3
+
+
+class _Call:
+    """One traced module call, alive from forward until its backward ends."""
+
+    __slots__ = ("info", "bw_start", "state", "from_params")
+
+    def __init__(self, info: _Info) -> None:
+        self.info = info
+        self.bw_start: Any = None
+        self.state = _WAIT
+        self.from_params = False
+
+
+def _scan(obj: Any, grads: list[torch.Tensor], depth: int = 0) -> tuple[int, torch.Tensor | None]:
+    """(tensor bytes, first tensor) of ``obj``; appends tensors that require grad."""
+    if isinstance(obj, torch.Tensor):
+        if obj.requires_grad:
+            grads.append(obj)
+        return obj.nbytes, obj
+    if depth > 2:
+        return 0, None
+    if isinstance(obj, (list, tuple)):
+        items: Any = obj
+    elif isinstance(obj, dict):
+        items = obj.values()
+    else:
+        return 0, None
+    nbytes = 0
+    first: torch.Tensor | None = None
+    for a in items:
+        n, f = _scan(a, grads, depth + 1)
+        nbytes += n
+        if first is None:
+            first = f
+    return nbytes, first
+
+
+def _join_nodes(nodes: list[Any], fn: Callable[[Any], None]) -> None:
+    """Pre-hooks on several autograd nodes calling ``fn`` once all that will run have run
+    (per backward call, like ``register_multi_grad_hook``'s "all" mode)."""
+    counts: dict[int, list[int]] = {}
+    lock = threading.Lock()
+
+    def hook(_grads: Any) -> None:
+        task = torch._C._current_graph_task_id()
+        with lock:
+            st = counts.get(task)
+            if st is None:
+                need = sum(bool(torch._C._will_engine_execute_node(n)) for n in nodes)
+                st = counts[task] = [need, 0]
+            st[1] += 1
+            done = st[1] >= st[0]
+            if done:
+                del counts[task]
+        if done:
+            fn(None)
+
+    for n in nodes:
+        n.register_prehook(hook)
+
+
+def _strip(name: str, root_is_wrapper: bool) -> str:
+    parts = [p for p in name.split(".") if p and p not in _WRAPPER_PARTS]
+    if root_is_wrapper and parts and parts[0] == "module":
+        parts = parts[1:]
+    return ".".join(parts)
+
+
+class ModuleTracer:
+    """Installs the global forward hooks; emits FW/BW events through ``timer``.
+
+    ``on_module(mod)`` is called once for every module first seen (the capture uses it to
+    attach DDP comm hooks). ``depth`` as in :class:`~echo_trace.config.CaptureConfig`.
+    """
+
+    def __init__(self, rec: Recorder, timer: Any, *, depth: int | None = None,
+                 root: nn.Module | None = None,
+                 on_module: Callable[[nn.Module], None] | None = None) -> None:
+        self.rec = rec
+        self.timer = timer
+        self.depth = depth
+        self.on_module = on_module
+        self._infos: weakref.WeakKeyDictionary[nn.Module, _Info] = weakref.WeakKeyDictionary()
+        self._stack: list[tuple[_Info, Any, _Call | None, int]] = []
+        self._open_bw: list[_Call] = []
+        self._leaf_handles: list[Any] = []
+        self._handles: list[Any] = []
+        self._primary: weakref.ref[nn.Module] | None = None
+        self.micro_batch_size: int | None = None
+        if root is not None:
+            self._add_root(root, primary=True)
+
+    # ------------------------------------------------------------------ setup
+    @property
+    def primary_root(self) -> nn.Module | None:
+        return None if self._primary is None else self._primary()
+
+    def install(self) -> None:
+        """Register the global forward hooks (idempotent)."""
+        if self._handles:
+            return
+        from torch.nn.modules.module import (
+            register_module_forward_hook,
+            register_module_forward_pre_hook,
+        )
+
+        self._handles = [register_module_forward_pre_hook(self._pre),
+                         register_module_forward_hook(self._post, always_call=True)]
+
+    def remove(self) -> None:
+        """Remove every hook this tracer registered (idempotent)."""
+        for h in self._handles:
+            h.remove()
+        self._handles = []
+        self.end_step()
+
+    def end_step(self) -> None:
+        """Step boundary: forget open calls; drop grad hooks left on leaf tensors."""
+        self._stack.clear()
+        self._open_bw.clear()
+        for h in self._leaf_handles:
+            h.remove()
+        self._leaf_handles.clear()
+
+    def param_table(self) -> list[dict[str, Any]]:
+        """``[{"name", "shape", "dtype", "bytes"}]`` for the primary root's parameters."""
+        root = self.primary_root
+        if root is None:
+            return []
+        wrapper = type(root).__name__ in _WRAPPER_TYPES
+        out = []
+        for name, p in root.named_parameters():
+            out.append({"name": _strip(name, wrapper), "shape": list(p.shape),
+                        "dtype": str(p.dtype).removeprefix("torch."),
+                        "bytes": p.numel() * p.element_size()})
+        return out
+
+    def _add_root(self, root: nn.Module, *, primary: bool) -> None:
+        wrapper = type(root).__name__ in _WRAPPER_TYPES
+        prefix = "" if primary else type(root).__name__
+        if primary:
+            self._primary = weakref.ref(root)
+        depth = self.depth
+        for name, mod in root.named_modules():
+            if mod in self._infos:
+                continue
+            path = _strip(name, wrapper)
+            if type(mod).__name__ in _WRAPPER_TYPES or (wrapper and name == ""):
+                traced = False
+                level = -1
+            else:
+                level = len(path.split(".")) if path else 0
+                leaf = next(iter(mod.children()), None) is None
+                traced = leaf if depth is None else (level == depth or (level < depth and leaf))
+            if prefix:
+                path = prefix + ("." + path if path else "")
+            elif not path:
+                path = type(mod).__name__
+            self._infos[mod] = _Info(mod, path, traced)
+            if self.on_module is not None:
+                self.on_module(mod)
+
+    def _discover(self, mod: nn.Module, args: Any) -> _Info:
+        if not self._stack:
+            has_children = next(iter(mod.children()), None) is not None
+            primary = self._primary is None and has_children
+            self._add_root(mod, primary=primary)
+            if primary:
+                _, first = _scan(args, [])
+                if first is not None and first.dim() > 0:
+                    self.micro_batch_size = int(first.shape[0])
+            info = self._infos.get(mod)
+            if info is not None:
+                return info
+        parent = self._stack[-1][0].path + "." if self._stack else ""
+        leaf = next(iter(mod.children()), None) is None
+        info = _Info(mod, parent + type(mod).__name__, leaf)
+        self._infos[mod] = info
+        if self.on_module is not None:
+            self.on_module(mod)
+        return info
+
+    # ------------------------------------------------------------------ hooks
+    def _pre(self, mod: nn.Module, args: Any) -> None:
+        rec = self.rec
+        if not (rec.enabled and rec.recording):
+            return
+        try:
+            info = self._infos.get(mod)
+            if info is None:
+                info = self._discover(mod, args)
+            if not info.traced:
+                self._stack.append((info, None, None, 0))
+                return
+            grads: list[torch.Tensor] = []
+            in_bytes, first = _scan(args, grads)
+            call = _Call(info)
+            if grads:
+                self._hook(grads, lambda _g, c=call: self._bw_end(c))
+            else:
+                call.from_params = True  # BW ends when the parameters' grads are ready
+            t = self.timer.now()
+            if self._open_bw:
+                self._close_open_bw(t)
+            self._stack.append((info, t, call, in_bytes))
+            if first is not None and info.flops_kind:
+                self._stack.append((info, first, None, -1))
+        except Exception as e:  # noqa: BLE001 - same as rec.guard, without its cost
+            rec.fail("forward pre-hook", e)
+
+    def _post(self, mod: nn.Module, args: Any, output: Any) -> None:
+        rec = self.rec
+        if not (rec.enabled and rec.recording):
+            return
+        try:
+            stack = self._stack
+            info = self._infos.get(mod)
+            if info is None or not stack:
+                return
+            first_in: torch.Tensor | None = None
+            if stack[-1][0] is info and stack[-1][3] == -1:
+                first_in = stack.pop()[1]
+            while stack and stack[-1][0] is not info:
+                stack.pop()  # an inner call raised; drop it
+            if not stack:
+                return
+            _, t0, call, in_bytes = stack.pop()
+            if call is None or output is None:
+                return
+            t1 = self.timer.now()
+            grads: list[torch.Tensor] = []
+            out_bytes, first_out = _scan(output, grads)
+            args_ = dict(info.static_args)
+            args_["in_bytes"] = in_bytes
+            args_["out_bytes"] = out_bytes
+            if info.flops_kind:
+                flops = forward_flops(info.flops_kind, info.flops_const, first_in, first_out,
+                                      info.in_features)
+                if flops is not None:
+                    args_["flops"] = flops
+            self.timer.emit(info.fw_name, "FW", t0, t1, args_)
+            if not grads:
+                return
+            if call.from_params:
+                params = info.params_fn()
+                if not params:
+                    return
+                self._hook(params, lambda _g, c=call: self._bw_end(c), leaf=True)
+            self._hook(grads, lambda _g, c=call: self._bw_begin(c))
+        except Exception as e:  # noqa: BLE001
+            rec.fail("forward hook", e)
+
+    def _hook(self, tensors: list[torch.Tensor], fn: Callable[[Any], None],
+              leaf: bool = False) -> None:
+        """Call ``fn`` once the gradients of all ``tensors`` are ready (this backward).
+
+        Non-leaf tensors are hooked through their autograd node (a node pre-hook), and a
+        view through its base's node: an in-place op on a view later rewrites the view's
+        history (its old node leaves the graph and tensor hooks on it never fire), while
+        the base's node stays in the graph. Leaf tensors use tensor hooks, removed at the
+        step boundary because they outlive the graph.
+        """
+        nodes: list[Any] = []
+        leaves: list[torch.Tensor] = []
+        for t in tensors:
+            node = None
+            if not leaf:
+                if t._is_view():
+                    base = t._base
+                    if base is not None:
+                        node = base.grad_fn
+                if node is None:
+                    node = t.grad_fn
+            if node is None:
+                leaves.append(t)
+            elif not any(n is node for n in nodes):
+                nodes.append(node)
+        if leaves:
+            if len(leaves) == 1 and not nodes:
+                h = leaves[0].register_hook(fn)
+            else:
+                h = torch.autograd.graph.register_multi_grad_hook(tensors, fn)
+            self._leaf_handles.append(h)
+        elif len(nodes) == 1:
+            nodes[0].register_prehook(fn)
+        else:
+            _join_nodes(nodes, fn)
+
+    # ------------------------------------------------------------------ backward
+    def _bw_begin(self, call: _Call) -> None:
+        rec = self.rec
+        if not (rec.enabled and rec.recording):
+            return
+        try:
+            state = call.state
+            if state == _WAIT:
+                t = self.timer.now()
+                if self._open_bw:
+                    self._close_open_bw(t)
+                call.bw_start = t
+                call.state = _OPEN
+                self._open_bw.append(call)
+            elif state == _ENDED_EARLY:  # output is an input (Identity): no backward work
+                t = self.timer.now()
+                call.state = _DONE
+                info = call.info
+                self.timer.emit(info.bw_name, "BW", t, t, info.static_args)
+        except Exception as e:  # noqa: BLE001
+            rec.fail("backward hook", e)
+
+    def _bw_end(self, call: _Call) -> None:
+        rec = self.rec
+        if not (rec.enabled and rec.recording):
+            return
+        try:
+            state = call.state
+            if state == _OPEN:
+                call.state = _DONE
+                self._open_bw.remove(call)
+                info = call.info
+                self.timer.emit(info.bw_name, "BW", call.bw_start, self.timer.now(),
+                                info.static_args)
+            elif state == _WAIT:
+                call.state = _ENDED_EARLY
+        except Exception as e:  # noqa: BLE001
+            rec.fail("backward hook", e)
+
+    def close_open_bw(self, t: Any) -> None:
+        """Another compute event starts at ``t``: end every BW still open there."""
+        if self._open_bw:
+            self._close_open_bw(t)
+
+    def _close_open_bw(self, t: Any) -> None:
+        emit = self.timer.emit
+        for call in self._open_bw:
+            call.state = _DONE
+            info = call.info
+            emit(info.bw_name, "BW", call.bw_start, t, info.static_args)
+        self._open_bw.clear()

@@ -1,0 +1,113 @@
+"""Who this process is: global rank, local rank, node rank and world size.
+
+Read at activation from the launcher's environment, in this order: torchrun
+(``RANK/LOCAL_RANK/WORLD_SIZE``), Slurm (``SLURM_PROCID/SLURM_LOCALID/SLURM_NTASKS``,
+``SLURM_NODEID``), Open MPI (``OMPI_COMM_WORLD_RANK/LOCAL_RANK/SIZE``), else a single
+process. ``node_rank`` is ``GROUP_RANK`` (torchrun), ``SLURM_NODEID`` (Slurm), else
+``rank // local_world_size``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+__all__ = ["RANK_ENV_VARS", "RankInfo", "detect_ranks"]
+
+#: The launcher variables read by :func:`detect_ranks`.
+RANK_ENV_VARS = (
+    "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK",
+    "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS", "SLURM_NODEID", "SLURM_NTASKS_PER_NODE",
+    "SLURM_TASKS_PER_NODE", "SLURM_NNODES",
+    "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE",
+    "OMPI_COMM_WORLD_LOCAL_SIZE",
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RankInfo:
+    """This process's place in the job; ``source`` is torchrun, slurm, openmpi, dist or single."""
+
+    rank: int = 0
+    local_rank: int = 0
+    world_size: int = 1
+    local_world_size: int = 1
+    node_rank: int = 0
+    source: str = "single"
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.rank < self.world_size:
+            raise ValueError(f"rank={self.rank}: expected 0 <= rank < world_size={self.world_size}")
+        if self.local_rank < 0 or self.local_world_size < 1 or self.node_rank < 0:
+            raise ValueError(f"local_rank={self.local_rank}, local_world_size="
+                             f"{self.local_world_size}, node_rank={self.node_rank}: expected "
+                             "local_rank >= 0, local_world_size >= 1, node_rank >= 0")
+
+    @property
+    def dir_name(self) -> str:
+        """The per-process trace directory name, ``<node_rank>_<local_rank>``."""
+        return f"{self.node_rank}_{self.local_rank}"
+
+
+def _int(env: Mapping[str, str], name: str) -> int | None:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError(f"{name}={raw!r}: expected an integer") from None
+
+
+def _slurm_tasks_per_node(env: Mapping[str, str], node: int) -> int | None:
+    """Tasks on this node from ``SLURM_TASKS_PER_NODE`` (e.g. ``4(x2),3``) or ``..._PER_NODE``."""
+    raw = env.get("SLURM_TASKS_PER_NODE", "").strip()
+    if raw:
+        counts: list[int] = []
+        for part in raw.split(","):
+            m = re.fullmatch(r"(\d+)(?:\(x(\d+)\))?", part.strip())
+            if m is None:
+                counts = []
+                break
+            counts += [int(m.group(1))] * int(m.group(2) or 1)
+        if 0 <= node < len(counts):
+            return counts[node]
+    per = env.get("SLURM_NTASKS_PER_NODE", "").strip()
+    m = re.match(r"\d+", per)
+    return int(m.group(0)) if m else None
+
+
+def detect_ranks(environ: Mapping[str, str] | None = None) -> RankInfo:
+    """Rank information from the launcher environment (see the module docstring)."""
+    env = os.environ if environ is None else environ
+    rank = _int(env, "RANK")
+    if rank is not None:
+        world = _int(env, "WORLD_SIZE") or 1
+        local = _int(env, "LOCAL_RANK")
+        local = rank if local is None else local
+        lws = _int(env, "LOCAL_WORLD_SIZE") or world
+        node = _int(env, "GROUP_RANK")
+        node = rank // lws if node is None else node
+        return RankInfo(rank=rank, local_rank=local, world_size=world, local_world_size=lws,
+                        node_rank=node, source="torchrun")
+    rank = _int(env, "SLURM_PROCID")
+    if rank is not None:
+        world = _int(env, "SLURM_NTASKS") or 1
+        local = _int(env, "SLURM_LOCALID")
+        local = 0 if local is None else local
+        node = _int(env, "SLURM_NODEID")
+        lws = _slurm_tasks_per_node(env, node or 0) or max(world // (_int(env, "SLURM_NNODES") or 1), 1)
+        node = rank // lws if node is None else node
+        return RankInfo(rank=rank, local_rank=local, world_size=world, local_world_size=lws,
+                        node_rank=node, source="slurm")
+    rank = _int(env, "OMPI_COMM_WORLD_RANK")
+    if rank is not None:
+        world = _int(env, "OMPI_COMM_WORLD_SIZE") or 1
+        local = _int(env, "OMPI_COMM_WORLD_LOCAL_RANK")
+        local = 0 if local is None else local
+        lws = _int(env, "OMPI_COMM_WORLD_LOCAL_SIZE") or world
+        return RankInfo(rank=rank, local_rank=local, world_size=world, local_world_size=lws,
+                        node_rank=rank // lws, source="openmpi")
+    return RankInfo()

@@ -1,0 +1,108 @@
+"""profile-comm: size parsing, option checks, and a real 2-process gloo measurement."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from echo_sim.cli import build_parser
+from echo_sim.collectives import CommModel
+from echo_sim.comm_profile import load_comm_profile
+from echo_sim.commands.profile_comm import COMMAND
+from echo_sim.errors import ConfigError, ProfileError
+from echo_sim.hardware import get_cluster
+from echo_sim.profile_comm import (
+    DEFAULT_SIZES,
+    PROFILE_OPS,
+    ProfileSpec,
+    measure_comm_profile,
+    parse_size,
+    parse_sizes,
+)
+
+
+def _opts(*argv: str):
+    return build_parser([COMMAND]).parse_args(["profile-comm", *argv])
+
+
+def test_parse_sizes() -> None:
+    assert parse_size("64MB") == 64 << 20
+    assert parse_size("1.5KB") == 1536
+    assert parse_size("100") == 100
+    assert parse_sizes("1KB..64KB") == (1024, 4096, 16384, 65536)
+    assert parse_sizes("1KB..8KBx2") == (1024, 2048, 4096, 8192)
+    assert parse_sizes("1MB,1KB,1KB") == (1024, 1 << 20)
+    assert DEFAULT_SIZES[0] == 1024 and DEFAULT_SIZES[-1] == 64 << 20 and len(DEFAULT_SIZES) == 9
+    for bad in ("1XB", "64MB..1KB", "", "1KB..4KBx1", "0B"):
+        with pytest.raises(ConfigError):
+            parse_sizes(bad)
+
+
+@pytest.mark.parametrize("kw, needle", [
+    ({"nproc": 1}, "at least 2"),
+    ({"backend": "mpi"}, "valid: auto, gloo, nccl"),
+    ({"ops": ("all_reduce", "gossip")}, "--ops gossip"),
+    ({"iters": 0}, "iters"),
+])
+def test_spec_validation(kw, needle: str) -> None:
+    with pytest.raises(ConfigError, match=needle):
+        ProfileSpec(**kw)
+
+
+def test_nccl_without_cuda_is_config_error() -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    with pytest.raises(ConfigError, match="needs CUDA"):
+        measure_comm_profile(ProfileSpec(backend="nccl"))
+
+
+def test_refuses_to_overwrite(tmp_path: Path) -> None:
+    out = tmp_path / "comm.json"
+    out.write_text("{}")
+    with pytest.raises(ConfigError, match="exists; pass --force"):
+        COMMAND.run(_opts("--output", str(out)))
+    assert out.read_text() == "{}"
+
+
+@pytest.mark.slow
+def test_real_two_process_profile(tmp_path: Path) -> None:
+    out = tmp_path / "comm.json"
+    opts = _opts("--nproc", "2", "--output", str(out), "--sizes", "4KB..1MBx16",
+                 "--iters", "5", "--warmup", "2", "--backend", "gloo", "--no-progress",
+                 "--timeout", "120")
+    result = COMMAND.run(opts)
+    assert result.data["output"] == str(out) and "all_reduce" in result.text
+    prof = load_comm_profile(out)
+    assert prof.backend == "gloo" and prof.device == "cpu" and prof.world_size == 2
+    assert sorted(prof.samples) == sorted((op, 2) for op in PROFILE_OPS)
+    sizes = [4096, 65536, 1 << 20]
+    for key, pts in prof.samples.items():
+        assert [s for s, _ in pts] == sizes, key
+        assert all(t > 0 and math.isfinite(t) for _, t in pts)
+        alpha, beta = prof.fits[key]
+        assert alpha > 0 and beta > 0
+    # CommModel: the measured value at a measured size, interpolation between two
+    model = CommModel(get_cluster("cpu-gloo"), prof)
+    pts = prof.samples[("all_reduce", 2)]
+    for s, t in pts:
+        assert model.time_us("all_reduce", s, [0, 1]) == pytest.approx(t)
+    mid = round(math.sqrt(pts[0][0] * pts[1][0]))  # halfway in log-size
+    assert model.time_us("all_reduce", mid, [0, 1]) == pytest.approx(
+        (pts[0][1] + pts[1][1]) / 2, rel=1e-3)
+    lo, hi = sorted((pts[1][1], pts[2][1]))
+    assert lo <= model.time_us("all_reduce", 300_000, [0, 1]) <= hi
+    # beyond the largest size: the fitted slope
+    big = model.time_us("all_reduce", 2 << 20, [0, 1])
+    assert big == pytest.approx(pts[2][1] + prof.fits[("all_reduce", 2)][1] * (1 << 20))
+
+
+@pytest.mark.slow
+def test_hard_timeout_kills_processes() -> None:
+    spec = ProfileSpec(sizes_bytes=(64 << 20,), iters=50, timeout_s=1.0, progress=False,
+                       backend="gloo")
+    with pytest.raises(ProfileError, match="still running after 1 s"):
+        measure_comm_profile(spec)
