@@ -42,13 +42,14 @@ divide B. ``algorithm="auto"`` takes the fastest applicable algorithm, as NCCL's
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from echo_sim.errors import ConfigError
 from echo_sim.hardware import Cluster
-from echo_sim.topology import Placement, group_links, place, ring_embedding, route
+from echo_sim.topology import Placement, group_links, max_hops, place, ring_embedding, route
 
 if TYPE_CHECKING:
     from echo_sim.comm_profile import CommProfile
@@ -59,6 +60,7 @@ __all__ = [
     "EXTRA_OPS",
     "CommModel",
     "algorithms_for",
+    "calibrate_cluster",
     "collective_time_us",
     "links_used",
 ]
@@ -167,7 +169,7 @@ def _direct(op: str, s: float, p: Placement, c: Cluster, conc: int) -> float:
         a, b = _flat_link(p, c, conc)
         return (n - 1) * a + (n - 1) / n * s / b
     bi, be = c.intra_bw_gbps * 1e3 / conc, c.inter_bw_gbps * 1e3 / conc
-    hops = max((len(route(x, y, c)) for x in p.nodes for y in p.nodes if x != y), default=1)
+    hops = max_hops(p.nodes, c)
     worst = 0.0
     for locs in p.per_node.values():
         k = len(locs)
@@ -222,6 +224,27 @@ def links_used(ranks: Sequence[int], cluster: Cluster) -> list[str]:
 _PROFILE_OP = {"p2p": "send", "recv": "send"}
 
 
+def calibrate_cluster(cluster: Cluster, profile: CommProfile) -> Cluster:
+    """``cluster`` with its intra-node alpha and bandwidth fitted to a one-host ``profile``.
+
+    Inverts the ring formulas on the measured fit (t = alpha + beta·S) of the largest group:
+    all_reduce over n ranks gives alpha = 2(n-1)·α and beta = 2(n-1)/n / B, so
+    α = alpha / (2(n-1)) and B = 2(n-1) / (n·beta); all_gather / reduce_scatter the same
+    with (n-1). A profile spanning several hosts, or without these ops, changes nothing.
+    """
+    if profile.nodes != 1:
+        return cluster
+    for op, steps in (("all_reduce", 2), ("all_gather", 1), ("reduce_scatter", 1)):
+        sizes = [n for o, n in profile.samples if o == op and n >= 2]
+        if sizes:
+            n = max(sizes)
+            alpha, beta = profile.fits[(op, n)]
+            bw_bytes_per_us = steps * (n - 1) / (n * beta)
+            return dataclasses.replace(cluster, intra_latency_us=alpha / (steps * (n - 1)),
+                                       intra_bw_gbps=bw_bytes_per_us / 1e3)
+    return cluster
+
+
 class CommModel:
     """Collective times for the simulator: a measured profile where it applies, else analytic.
 
@@ -231,11 +254,19 @@ class CommModel:
     log-size; outside them it extrapolates with the fitted alpha-beta slope
     (:meth:`CommProfile.time_us`). ``concurrent`` flows scale the bandwidth part of a
     measured time (time above the fitted alpha) by ``concurrent``.
+
+    Groups the profile does not cover use the analytic model; with ``calibrate`` (default)
+    and a one-host profile, on the cluster whose intra-node alpha and bandwidth are fitted
+    to the profile (:func:`calibrate_cluster`), so sub-groups of a measured node size are
+    priced from measured figures too.
     """
 
-    def __init__(self, cluster: Cluster, profile: CommProfile | None = None) -> None:
+    def __init__(self, cluster: Cluster, profile: CommProfile | None = None, *,
+                 calibrate: bool = True) -> None:
         self.cluster = cluster
         self.profile = profile
+        self.analytic_cluster = (calibrate_cluster(cluster, profile)
+                                 if profile is not None and calibrate else cluster)
         self._cache: dict[tuple[str, int, tuple[int, ...], int], float] = {}
         self._links: dict[tuple[int, ...], list[str]] = {}
 
@@ -266,7 +297,8 @@ class CommModel:
             t = self.profile.time_us(pop, n, nbytes)
             alpha = self.profile.fits[(pop, n)][0]
             return t + (concurrent - 1) * max(t - alpha, 0.0)
-        return collective_time_us(op, nbytes, ranks, self.cluster, concurrent=concurrent)
+        return collective_time_us(op, nbytes, ranks, self.analytic_cluster,
+                                  concurrent=concurrent)
 
     def links(self, ranks: Sequence[int]) -> list[str]:
         """Link resources a collective over ``ranks`` occupies (see :func:`links_used`)."""

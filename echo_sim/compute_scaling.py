@@ -46,7 +46,7 @@ def resolve_device(device: str, device_name: str) -> GPU | None:
         if cand and cand.strip().lower() in GPUS:
             return GPUS[cand.strip().lower()]
     low = f"{device_name} {device}".lower()
-    if device.startswith("cpu") or (not device_name and device == ""):
+    if device.startswith("cpu"):
         return GPUS.get("cpu")
     for name, gpu in GPUS.items():
         if name != "cpu" and name in low:

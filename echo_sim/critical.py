@@ -17,7 +17,10 @@ We chose this over ``networkx.dag_longest_path`` on the measured graph because
   percent of the measured one.
 
 Segments are reported in microseconds from the start of the path, with categories
-``FW``, ``BW``, ``Comm``, ``UPDATE`` and ``host delay``.
+``FW``, ``BW``, ``Comm``, ``UPDATE`` and ``host delay`` — the measured gaps before ops
+that no dependency explains: Python overhead, data loading, and the time of operations
+outside any traced module (functional ops such as attention's matmuls and softmax when
+only modules are traced).
 """
 
 from __future__ import annotations
@@ -29,7 +32,14 @@ from typing import Any
 import numpy as np
 
 from echo_sim.errors import ConfigError
-from echo_sim.replay import TASK_COMPUTE, TASK_INSTANCE, ReplayResult, ScaleRule, replay
+from echo_sim.replay import (
+    TASK_COMPUTE,
+    TASK_FINISH,
+    TASK_INSTANCE,
+    ReplayResult,
+    ScaleRule,
+    replay,
+)
 from echo_sim.trace.model import CAT_NAMES, Trace
 
 __all__ = ["CATEGORIES", "CriticalPath", "Segment", "critical_path"]
@@ -164,6 +174,10 @@ def _walk(res: ReplayResult) -> tuple[list[Segment], ReplayResult, dict[str, flo
             rows = tuple(members[t - nc - nm])
             ranks = tuple(sorted({int(ev.rank[r]) for r in rows}))
             segs.append(Segment(name, "Comm", ranks, start - origin, end - start, rows))
+        elif kind == TASK_FINISH:
+            if end - start > _TOL_US:
+                segs.append(Segment(f"{name} (completion)", "Comm", (int(ev.rank[row]),),
+                                    start - origin, end - start, (row,)))
         else:
             ranks = (int(ev.rank[row]),)
             delay = float(res.task_delay_us[t]) if kind == TASK_COMPUTE else end - start

@@ -52,6 +52,7 @@ __all__ = [
     "issue_predecessor",
     "rank_dag",
     "select_steps",
+    "time_tolerance_us",
 ]
 
 EDGE_ORDER, EDGE_ISSUE, EDGE_UPDATE, EDGE_STEP, EDGE_WAIT, EDGE_DAG = range(6)
@@ -59,7 +60,19 @@ EDGE_KINDS: tuple[str, ...] = ("order", "issue", "update", "step", "wait", "dag"
 """Name of each edge kind code in :attr:`Deps.kind`."""
 
 _SEND, _RECV = COLLECTIVES.index("send"), COLLECTIVES.index("recv")
-_TOL_US = 0.01  # timestamps carry 3 decimals: two roundings never exceed 0.002 us
+
+
+def time_tolerance_us(trace: Trace) -> float:
+    """Slack (µs) when comparing two event times of ``trace``.
+
+    Files carry 3 decimals (two roundings: 0.002 µs), but Unix-epoch microseconds
+    (~1.8e15) held in float64 are only exact to 0.25 µs, so end = ts + dur of one event
+    and ts of the next can cross by that much: allow 4 ulps of the largest time.
+    """
+    ts = trace.events.ts_us
+    big = float(np.abs(ts).max()) if ts.size else 0.0
+    return 0.01 + 4.0 * float(np.spacing(big))
+
 _MAX_REPORTED = 100  # unmatched instances listed in full; the rest only counted
 
 
@@ -148,12 +161,14 @@ def _leaves(trace: Trace, rows: np.ndarray) -> np.ndarray:
     ev = trace.events
     if rows.size == 0:
         return rows.astype(np.int64)
-    order = np.lexsort((-ev.dur_us[rows], ev.ts_us[rows], ev.rank[rows]))
-    rows = rows[order]
+    rk, ts = ev.rank[rows], ev.ts_us[rows]
+    # Trace rows are sorted by (rank, ts); only equal starts need the parent-first order.
+    if bool(np.any((rk[1:] == rk[:-1]) & (ts[1:] <= ts[:-1]))):
+        rows = rows[np.lexsort((-ev.dur_us[rows], ts, rk))]
     ts, end, rk = ev.ts_us[rows], ev.ts_us[rows] + ev.dur_us[rows], ev.rank[rows]
     container = np.zeros(rows.shape[0], dtype=bool)
     # In (ts, -dur) order a parent is immediately followed by its first child.
-    container[:-1] = (rk[1:] == rk[:-1]) & (ts[1:] < end[:-1] - _TOL_US)
+    container[:-1] = (rk[1:] == rk[:-1]) & (ts[1:] < end[:-1] - time_tolerance_us(trace))
     return rows[~container].astype(np.int64)
 
 
@@ -263,7 +278,7 @@ def _wait_edges(trace: Trace, compute: np.ndarray, comm: np.ndarray,
     has_prev = (k > 0) & (ev.rank[prev] == ev.rank[nxt])
     prev_end = np.where(has_prev, ev.ts_us[prev] + ev.dur_us[prev], -np.inf)
     nstart = ev.ts_us[nxt]
-    keep = (prev_end <= cend + _TOL_US) & ((nstart - cend) <= 0.5 * (nstart - prev_end))
+    keep = (prev_end <= cend + time_tolerance_us(trace)) & ((nstart - cend) <= 0.5 * (nstart - prev_end))
     return c[keep], nxt[keep]
 
 
@@ -273,7 +288,7 @@ def issue_predecessor(trace: Trace, deps: Deps) -> np.ndarray:
     still running at issue time (a Comm launched from inside a module's backward)."""
     ev = trace.events
     comp = deps.compute
-    k = _per_rank_search(trace, comp, deps.comm, ev.ts_us[deps.comm] + _TOL_US,
+    k = _per_rank_search(trace, comp, deps.comm, ev.ts_us[deps.comm] + time_tolerance_us(trace),
                          ev.ts_us[comp] + ev.dur_us[comp], "right")
     return np.where(k >= 0, comp[np.maximum(k, 0)] if comp.size else -1, -1)
 
@@ -306,6 +321,7 @@ def _apply_dags(trace: Trace, sel: list[int], compute: np.ndarray, comm: np.ndar
     ev = trace.events
     rows = np.concatenate([compute, comm])
     used: list[tuple[int, int]] = []
+    tol = time_tolerance_us(trace)
     drop = np.zeros(src.shape[0], dtype=bool)
     new_src: list[int] = []
     new_dst: list[int] = []
@@ -321,7 +337,7 @@ def _apply_dags(trace: Trace, sel: list[int], compute: np.ndarray, comm: np.ndar
                 continue
             to_row = {n: index[k] for n, k in zip(nodes, keys, strict=True)}
             pairs = [(to_row[u], to_row[v]) for u, v in dag.edges if u in to_row and v in to_row]
-            if any(ev.ts_us[u] > ev.ts_us[v] + _TOL_US for u, v in pairs):
+            if any(ev.ts_us[u] > ev.ts_us[v] + tol for u, v in pairs):
                 continue
             used.append((int(rank), int(step)))
             rowset = np.zeros(len(ev), dtype=bool)
@@ -465,6 +481,8 @@ def global_graph(trace: Trace, steps: Sequence[int] | None = None, *,
     for r in deps.compute.tolist():
         rank, step = int(ev.rank[r]), int(ev.step[r])
         nid = f"r{rank}/s{step}/{_node_name(trace, r)}"
+        if nid in g:  # two events with one (rank, step, name, occ): a broken trace
+            nid = f"{nid}~row{r}"
         row_node[r] = nid
         g.add_node(nid, rank=rank, ranks=[rank], name=trace.names[int(ev.name[r])],
                    cat=CAT_NAMES[int(ev.cat[r])], dur_us=float(ev.dur_us[r]),

@@ -8,7 +8,7 @@ times, for every message size:
 
 * ``all_reduce``, ``all_gather`` (``all_gather_single``), ``reduce_scatter``
   (``reduce_scatter_single``), ``all_to_all`` (``all_to_all_single``), ``broadcast`` (from
-  rank 0) over all processes, and
+  rank 0) over all processes, and over ranks 0..k-1 for each extra ``group_sizes`` k, and
 * ``send``: a ping-pong between ranks 0 and 1, halved (one-way time).
 
 Method (as nccl-tests and the OSU micro-benchmarks do): ``warmup`` untimed runs, then
@@ -29,7 +29,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -92,6 +92,7 @@ class ProfileSpec:
     """What to measure. ``backend``: ``auto`` (NCCL with CUDA, else gloo), ``gloo`` or ``nccl``."""
 
     nproc: int = 2
+    group_sizes: tuple[int, ...] = ()  # sub-group sizes measured besides nproc (ranks 0..k-1)
     sizes_bytes: tuple[int, ...] = DEFAULT_SIZES
     iters: int = 10
     warmup: int = 3
@@ -99,7 +100,6 @@ class ProfileSpec:
     ops: tuple[str, ...] = PROFILE_OPS
     timeout_s: float = 600.0
     progress: bool = True
-    extra: dict[str, Any] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
         if self.nproc < 2:
@@ -114,6 +114,10 @@ class ProfileSpec:
             raise ConfigError(f"--ops {','.join(bad) or '(none)'}; valid: {', '.join(PROFILE_OPS)}")
         if not self.sizes_bytes or min(self.sizes_bytes) < 1:
             raise ConfigError("sizes must be positive byte counts")
+        bad_g = [g for g in self.group_sizes if not 2 <= g <= self.nproc]
+        if bad_g:
+            raise ConfigError(f"--group-sizes {','.join(map(str, bad_g))}: each must be in "
+                              f"2..{self.nproc} (--nproc)")
         if not self.timeout_s > 0:
             raise ConfigError(f"--timeout {self.timeout_s} must be > 0")
 
@@ -124,8 +128,9 @@ def _numel(nbytes: int, nproc: int) -> int:
     return max(nproc, round(nbytes / 4 / nproc) * nproc)
 
 
-def _make_op(op: str, numel: int, rank: int, nproc: int, device: Any) -> Any:
-    """A no-argument callable running ``op`` once on preallocated tensors."""
+def _make_op(op: str, numel: int, rank: int, nproc: int, device: Any, group: Any) -> Any:
+    """A no-argument callable running ``op`` once over ``group`` (``nproc`` members; None:
+    the world) on preallocated tensors."""
     import torch
     import torch.distributed as dist
 
@@ -135,15 +140,15 @@ def _make_op(op: str, numel: int, rank: int, nproc: int, device: Any) -> Any:
     gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
     scatter = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
     if op == "all_reduce":
-        return lambda: dist.all_reduce(x)
+        return lambda: dist.all_reduce(x, group=group)
     if op == "all_gather":
-        return lambda: gather(full, part)  # whole output = numel
+        return lambda: gather(full, part, group=group)  # whole output = numel
     if op == "reduce_scatter":
-        return lambda: scatter(part, x)  # whole input = numel
+        return lambda: scatter(part, x, group=group)  # whole input = numel
     if op == "all_to_all":
-        return lambda: dist.all_to_all_single(full, x)
+        return lambda: dist.all_to_all_single(full, x, group=group)
     if op == "broadcast":
-        return lambda: dist.broadcast(x, 0)
+        return lambda: dist.broadcast(x, 0, group=group)
 
     def ping_pong() -> None:  # send: ranks 0 <-> 1; others idle
         if rank == 0:
@@ -154,6 +159,12 @@ def _make_op(op: str, numel: int, rank: int, nproc: int, device: Any) -> Any:
             dist.send(x, 0)
 
     return ping_pong
+
+
+def _plan(spec: ProfileSpec) -> list[tuple[str, int]]:
+    """(op, group size) pairs to measure, in order; ``send`` is always one pair of ranks."""
+    sizes = sorted({spec.nproc, *spec.group_sizes})
+    return [(op, g) for op in spec.ops for g in ([2] if op == "send" else sizes)]
 
 
 def _worker(rank: int, nproc: int, store_path: str, backend: str, spec: ProfileSpec,
@@ -173,34 +184,38 @@ def _worker(rank: int, nproc: int, store_path: str, backend: str, spec: ProfileS
         if rank == 0 and spec.progress:
             from tqdm import tqdm
 
-            bar = tqdm(total=len(spec.ops) * len(spec.sizes_bytes), file=sys.stderr,
+            bar = tqdm(total=len(_plan(spec)) * len(spec.sizes_bytes), file=sys.stderr,
                        desc="profile-comm", unit="size")
         results: list[dict[str, Any]] = []
-        for op in spec.ops:
+        for op, gsize in _plan(spec):
+            # every rank creates every group (a collective call); members 0..gsize-1 run it
+            group = None if gsize == nproc else dist.new_group(list(range(gsize)))
+            member = op == "send" and rank < 2 or op != "send" and rank < gsize
             sizes, medians = [], []
             for nbytes in spec.sizes_bytes:
-                numel = _numel(nbytes, nproc)
-                run = _make_op(op, numel, rank, nproc, device)
-                for _ in range(spec.warmup):
-                    run()
+                numel = _numel(nbytes, gsize)
+                run = _make_op(op, numel, rank, gsize, device, group) if member else None
+                for _ in range(spec.warmup if run else 0):
+                    run()  # type: ignore[misc]
                 sync()
                 local = []
                 for _ in range(spec.iters):
                     dist.barrier()
                     sync()
                     t0 = time.perf_counter()
-                    run()
+                    if run is not None:
+                        run()
                     sync()
-                    local.append((time.perf_counter() - t0) * 1e6)
+                    local.append((time.perf_counter() - t0) * 1e6 if run else 0.0)
                 times = torch.tensor(local, dtype=torch.float64, device=device)
                 dist.all_reduce(times, op=dist.ReduceOp.MAX)  # a run ends with its slowest rank
                 med = statistics.median(times.cpu().tolist())
                 sizes.append(numel * 4)
                 medians.append(med / 2 if op == "send" else med)
                 if bar is not None:
-                    bar.set_postfix_str(f"{op} {numel * 4} B")
+                    bar.set_postfix_str(f"{op}/{gsize} {numel * 4} B")
                     bar.update(1)
-            results.append({"op": op, "group_size": 2 if op == "send" else nproc,
+            results.append({"op": op, "group_size": gsize,
                             "sizes_bytes": sizes, "times_us": medians})
         if bar is not None:
             bar.close()

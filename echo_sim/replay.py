@@ -9,11 +9,17 @@ The task graph (built with numpy from :func:`echo_sim.graph.build_deps`, wait ed
 * one resource-less *issue* task per ``Comm`` event: the gap from its (finished)
   predecessor to the issue, so a collective starts no earlier than measured relative to
   the compute that launched it;
-* one task per collective / send-recv *instance*, holding the ``rank<r>/comm`` channel of
-  every member: it starts when the last member has issued it and all channels are free.
-  Its duration is the measured transfer time: on each member the event's end minus the
-  later of its issue and the end of the rank's previous Comm (the channel is in-order),
-  minimised over members — earlier members' durations include waiting for the last one.
+* one task per collective instance, holding the ``rank<r>/comm`` channel of every member:
+  it starts when the last member has issued it and all channels are free; one task per
+  send/recv pair, holding the sender's ``rank<r>/send`` and the receiver's
+  ``rank<r>/recv`` channel (a rank sends and receives concurrently, as
+  ``batch_isend_irecv`` does). Its duration is the measured transfer time: the earliest
+  member completion (the receive's, for a pair) minus the last member start, a member
+  starting at the later of its issue and the completion of the previous operation on its
+  in-order channel — earlier members' durations include waiting for the last one;
+* one resource-less *finish* task per ``Comm`` event: its measured end minus the
+  instance's completion (a rank that saw the operation complete later — copy-out,
+  preemption — keeps that lag); what depends on the event depends on this task.
 
 What-if: ``scale=("Comm.*=0.5", "BW.*=0.8")`` multiplies the measured duration of every
 event whose name matches the glob (``fnmatch``, case-sensitive); when several match, the
@@ -28,6 +34,7 @@ medians over steps, in microseconds.
 from __future__ import annotations
 
 import fnmatch
+import gc
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -43,11 +50,13 @@ from echo_sim.graph import (
     Deps,
     build_deps,
     issue_predecessor,
+    time_tolerance_us,
 )
-from echo_sim.trace.model import Cat, Trace
+from echo_sim.trace.model import COLLECTIVES, Cat, Trace
 
 __all__ = [
     "TASK_COMPUTE",
+    "TASK_FINISH",
     "TASK_INSTANCE",
     "TASK_ISSUE",
     "ReplayResult",
@@ -56,8 +65,8 @@ __all__ = [
     "replay",
 ]
 
-TASK_COMPUTE, TASK_ISSUE, TASK_INSTANCE = 0, 1, 2
-_TOL_US = 0.01
+TASK_COMPUTE, TASK_ISSUE, TASK_INSTANCE, TASK_FINISH = 0, 1, 2, 3
+_SEND, _RECV = COLLECTIVES.index("send"), COLLECTIVES.index("recv")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -117,8 +126,8 @@ class ReplayResult:
     schedule: Schedule
     rules: tuple[ScaleRule, ...]
     t0_us: float  # trace time of replay time 0
-    task_kind: np.ndarray  # TASK_COMPUTE / TASK_ISSUE / TASK_INSTANCE
-    task_row: np.ndarray  # event row (instance: its first member)
+    task_kind: np.ndarray  # TASK_COMPUTE / TASK_ISSUE / TASK_INSTANCE / TASK_FINISH
+    task_row: np.ndarray  # event row (instance: its first member; issue/finish: the member)
     task_delay_us: np.ndarray  # host delay at the head of each task's duration
     row_start_us: np.ndarray  # per trace row: replayed start on the trace clock (nan: not replayed)
     row_end_us: np.ndarray
@@ -214,12 +223,15 @@ def replay(trace: Trace, *, scale: Sequence[str] | Sequence[ScaleRule] = (),
     end = ev.ts_us + ev.dur_us
     src, dst, kind = _replay_edges(trace, deps, end)
 
-    # Row -> task as an edge source (comm: its instance) and as a destination (comm: issue).
+    # Task ids: compute [0, nc), issue [nc, nc+nm), instance [nc+nm, +ni), finish [.., +nm).
+    # A row as an edge destination is its compute / issue task; as a source its compute /
+    # finish task (the instance as this rank saw it complete).
+    fin0 = nc + nm + ni
     task_src = np.full(len(ev), -1, dtype=np.int64)
     task_dst = np.full(len(ev), -1, dtype=np.int64)
     task_src[comp] = task_dst[comp] = np.arange(nc)
     task_dst[comm] = nc + np.arange(nm)
-    task_src[comm] = nc + nm + inst
+    task_src[comm] = fin0 + np.arange(nm)
     # Latest measured end of each row's predecessors: the host delay / issue gap reference.
     pred_end = np.full(len(ev), -np.inf)
     np.maximum.at(pred_end, dst, end[src])
@@ -230,26 +242,34 @@ def replay(trace: Trace, *, scale: Sequence[str] | Sequence[ScaleRule] = (),
     gap = np.where(has_pred, np.maximum(ev.ts_us[rows] - pred_end[rows], 0.0), 0.0)
     release = np.where(has_pred, 0.0, ev.ts_us[rows] - t0)
 
-    inst_dur, inst_row, inst_ts = _instance_durations(trace, comm, inst, ni, end)
-    op = np.concatenate([ev.dur_us[comp] * factors[ev.name[comp]],
-                         np.zeros(nm),
-                         inst_dur * factors[ev.name[inst_row]]])
-    delay = np.concatenate([gap, np.zeros(ni)])
+    inst_dur, inst_row, inst_ts, lag = _instance_durations(trace, comm, inst, ni, end)
+    comm_factor = factors[ev.name[comm]]
+    op = np.concatenate([ev.dur_us[comp] * factors[ev.name[comp]], np.zeros(nm),
+                         inst_dur * factors[ev.name[inst_row]], lag * comm_factor])
+    delay = np.concatenate([gap, np.zeros(ni + nm)])
     dur = op + delay
     kinds = np.concatenate([np.full(nc, TASK_COMPUTE), np.full(nm, TASK_ISSUE),
-                            np.full(ni, TASK_INSTANCE)]).astype(np.int8)
-    task_row = np.concatenate([rows, inst_row])
-    order_time = np.concatenate([ev.ts_us[comp], ev.ts_us[comm], inst_ts])
+                            np.full(ni, TASK_INSTANCE), np.full(nm, TASK_FINISH)]).astype(np.int8)
+    task_row = np.concatenate([rows, inst_row, comm])
+    order_time = np.concatenate([ev.ts_us[comp], ev.ts_us[comm], inst_ts, end[comm]])
     priority = np.empty(order_time.shape[0], dtype=np.int64)
     priority[np.argsort(order_time, kind="stable")] = np.arange(order_time.shape[0])
 
-    g = TaskGraph()
-    resources = _resources(g, trace, comp, comm, inst, ni)
-    e_src = np.concatenate([task_src[src], nc + np.arange(nm)])
-    e_dst = np.concatenate([task_dst[dst], nc + nm + inst])
-    _fill(g, dur, resources, priority, np.concatenate([release, np.zeros(ni)]), e_src, e_dst,
-          task_row)
-    schedule = run(g)
+    # Speed shortcut: the cyclic GC has nothing to free here (no reference cycles) but
+    # rescans the million small lists/tuples built below again and again; pause it.
+    gc_was_on = gc.isenabled()
+    gc.disable()
+    try:
+        g = TaskGraph()
+        resources = _resources(g, trace, comp, comm, inst, ni)
+        e_src = np.concatenate([task_src[src], nc + np.arange(nm), nc + nm + inst])
+        e_dst = np.concatenate([task_dst[dst], nc + nm + inst, fin0 + np.arange(nm)])
+        _fill(g, dur, resources, priority, np.concatenate([release, np.zeros(ni + nm)]),
+              e_src, e_dst, task_row)
+        schedule = run(g)
+    finally:
+        if gc_was_on:
+            gc.enable()
 
     row_start = np.full(len(ev), np.nan)
     row_end = np.full(len(ev), np.nan)
@@ -257,7 +277,7 @@ def replay(trace: Trace, *, scale: Sequence[str] | Sequence[ScaleRule] = (),
     row_start[comp] = s[:nc] + delay[:nc]
     row_end[comp] = e[:nc]
     row_start[comm] = e[nc:nc + nm]  # a Comm slice starts when its rank issues it
-    row_end[comm] = e[nc + nm + inst]
+    row_end[comm] = e[fin0:]
     result = ReplayResult(trace, deps, g, schedule, rules, t0, kinds, task_row, delay,
                           row_start, row_end)
     result.per_step = _per_step(trace, deps, row_start, row_end)
@@ -274,10 +294,11 @@ def _replay_edges(trace: Trace, deps: Deps, end: np.ndarray,
       are dropped: that compute did not wait for it.
     """
     ev = trace.events
+    tol = time_tolerance_us(trace)
     src, dst, kind = deps.src, deps.dst, deps.kind
     is_comm = ev.cat == Cat.COMM
     into_comm = is_comm[dst] & ~is_comm[src]
-    late = into_comm & (end[src] > ev.ts_us[dst] + _TOL_US)
+    late = into_comm & (end[src] > ev.ts_us[dst] + tol)
     if late.any():
         finished = np.full(len(ev), -1, dtype=np.int64)
         finished[deps.comm] = issue_predecessor(trace, deps)
@@ -285,32 +306,60 @@ def _replay_edges(trace: Trace, deps: Deps, end: np.ndarray,
         src[late] = finished[dst[late]]
     keep = src >= 0
     out_comm = is_comm[src] & ~is_comm[dst]
-    keep &= ~(out_comm & (end[src] > ev.ts_us[dst] + _TOL_US))
+    keep &= ~(out_comm & (end[src] > ev.ts_us[dst] + tol))
     keep |= (kind == EDGE_ORDER) | (kind == EDGE_STEP)
     keep &= src >= 0
     return src[keep], dst[keep], kind[keep]
 
 
+def _channels(trace: Trace, comm: np.ndarray) -> np.ndarray:
+    """Channel of each Comm row on its rank: 0 collectives, 1 sends, 2 receives."""
+    coll = trace.events.coll[comm]
+    return np.where(coll == _SEND, 1, np.where(coll == _RECV, 2, 0))
+
+
 def _instance_durations(trace: Trace, comm: np.ndarray, inst: np.ndarray, ni: int,
-                        end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per instance: transfer time (µs), first member row, last member's issue time."""
+                        end: np.ndarray,
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per instance: transfer time (µs), first member row, last member's issue time; per
+    member row: its completion lag (µs), how much later than the instance it ended.
+
+    transfer = completion − last start, where completion is the earliest member end
+    (a send's end is left out when its receive was traced: gloo and NCCL may report a
+    send done before, or long after, the data arrived) and a member starts at the later
+    of its issue and the completion of the previous operation on its channel (the
+    channel is in-order, so that wait is queueing, not transfer).
+    """
     ev = trace.events
     ts = ev.ts_us[comm]
     cend = end[comm]
+    is_send = ev.coll[comm] == _SEND
+    done = np.full(ni, np.inf)
+    np.minimum.at(done, inst, np.where(is_send, np.inf, cend))
+    only_sends = ~np.isfinite(done)
+    if only_sends.any():
+        any_end = np.full(ni, np.inf)
+        np.minimum.at(any_end, inst, cend)
+        done[only_sends] = any_end[only_sends]
+    member_done = done[inst]
     eff_start = ts.copy()
-    rk = ev.rank[comm]
-    for r in np.unique(rk):  # in-order channel: a Comm waits for the rank's previous ones
-        lo, hi = np.searchsorted(rk, r, "left"), np.searchsorted(rk, r, "right")
-        prev = np.maximum.accumulate(cend[lo:hi])
-        eff_start[lo + 1:hi] = np.maximum(ts[lo + 1:hi], prev[:-1])
-    eff = np.maximum(cend - eff_start, 0.0)
-    inst_dur = np.full(ni, np.inf)
-    np.minimum.at(inst_dur, inst, eff)
+    chan = ev.rank[comm].astype(np.int64) * 3 + _channels(trace, comm)
+    order = np.lexsort((ts, chan))
+    c_sorted = chan[order]
+    bounds = np.flatnonzero(np.diff(c_sorted)) + 1
+    for seg in np.split(order, bounds):
+        if seg.size > 1:
+            prev = np.maximum.accumulate(member_done[seg])[:-1]
+            eff_start[seg[1:]] = np.maximum(ts[seg[1:]], prev)
+    last_start = np.full(ni, -np.inf)
+    np.maximum.at(last_start, inst, eff_start)
+    inst_dur = np.maximum(done - last_start, 0.0)
     inst_ts = np.full(ni, -np.inf)
     np.maximum.at(inst_ts, inst, ts)
     first = np.full(ni, -1, dtype=np.int64)
     first[inst[::-1]] = comm[::-1]
-    return np.where(np.isfinite(inst_dur), inst_dur, 0.0), first, inst_ts
+    lag = np.maximum(cend - member_done, 0.0)
+    return np.where(np.isfinite(inst_dur), inst_dur, 0.0), first, inst_ts, lag
 
 
 def _resources(g: TaskGraph, trace: Trace, comp: np.ndarray, comm: np.ndarray,
@@ -318,17 +367,20 @@ def _resources(g: TaskGraph, trace: Trace, comp: np.ndarray, comm: np.ndarray,
     ev = trace.events
     ranks = sorted(int(r) for r in np.unique(np.concatenate([ev.rank[comp], ev.rank[comm]])))
     cres = np.zeros(max(ranks) + 1, dtype=np.int64)
-    mres = np.zeros(max(ranks) + 1, dtype=np.int64)
     for r in ranks:
         cres[r] = g.resource(f"rank{r}/compute")
+    mres = np.zeros((max(ranks) + 1, 3), dtype=np.int64)
     for r in ranks:
-        mres[r] = g.resource(f"rank{r}/comm")
+        for c, what in enumerate(("comm", "send", "recv")):
+            mres[r, c] = g.resource(f"rank{r}/{what}")
     out: list[tuple[int, ...]] = [(x,) for x in cres[ev.rank[comp]].tolist()]
     out += [()] * comm.size
     members: list[set[int]] = [set() for _ in range(ni)]
-    for i, m in zip(inst.tolist(), mres[ev.rank[comm]].tolist(), strict=True):
+    member_res = mres[ev.rank[comm], _channels(trace, comm)].tolist()
+    for i, m in zip(inst.tolist(), member_res, strict=True):
         members[i].add(m)
     out += [tuple(sorted(m)) for m in members]
+    out += [()] * comm.size
     return out
 
 
@@ -344,8 +396,8 @@ def _fill(g: TaskGraph, dur: np.ndarray, resources: list[tuple[int, ...]],
     g.labels = labels.tolist()
     order = np.argsort(src, kind="stable")
     dsts = dst[order].tolist()
-    bounds = np.concatenate([[0], np.cumsum(np.bincount(src, minlength=n))]).tolist()
-    g.succ = [dsts[bounds[i]:bounds[i + 1]] for i in range(n)]
+    b = np.concatenate([[0], np.cumsum(np.bincount(src, minlength=n))]).tolist()
+    g.succ = list(map(dsts.__getitem__, map(slice, b[:-1], b[1:])))
     g.npred = np.bincount(dst, minlength=n).tolist()
 
 

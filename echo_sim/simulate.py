@@ -284,9 +284,9 @@ def simulate(trace: Trace | Workload, config: SimConfig, *, comm: Any = None,
 
             profile = load_comm_profile(config.comm_profile)
         comm = CommModel(cluster, profile)
-        models.append("comm: " + ("measured profile " + config.comm_profile +
-                                  " where it covers the group, else " if profile else "")
-                      + f"alpha-beta model of {cluster.name}")
+        measured = (f"measured profile {config.comm_profile} where it covers the group, "
+                    "else " if profile is not None else "")
+        models.append(f"comm: {measured}alpha-beta model of {cluster.name}")
     else:
         models.append(f"comm: {type(comm).__name__} (given)")
     others = [b if isinstance(b, Workload) else extract_workload(b) for b in batch_traces]

@@ -14,9 +14,9 @@ Inter-node networks:
 ``mesh2d``  rows × cols grid, dimension-order (X then Y) routing, no wrap-around.
 ``torus2d`` the grid with wrap-around links, shortest direction per dimension.
 
-A logical ring visits the group's nodes in ascending order (``switch``/``ring``) or in
-snake order (``mesh2d``/``torus2d``: left-to-right on even rows, right-to-left on odd),
-the order that keeps consecutive nodes adjacent on a full grid.
+A logical ring visits the group's nodes in ascending order (``switch``/``ring``) or, on a
+grid, in the order of a Hamiltonian cycle of the full grid (one exists when a side is even
+and both exceed 1; else a snake path), so a ring over every node takes one hop per step.
 """
 
 from __future__ import annotations
@@ -25,10 +25,20 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from echo_sim.errors import ConfigError
 from echo_sim.hardware import Cluster
 
-__all__ = ["Placement", "group_links", "place", "ring_embedding", "route", "ring_order"]
+__all__ = [
+    "Placement",
+    "group_links",
+    "max_hops",
+    "place",
+    "ring_embedding",
+    "ring_order",
+    "route",
+]
 
 
 @dataclass(frozen=True)
@@ -82,14 +92,27 @@ def _coords(node: int, cluster: Cluster) -> tuple[int, int]:
     return divmod(node, cols)
 
 
+def _grid_cycle(rows: int, cols: int) -> list[tuple[int, int]]:
+    """Grid coordinates in the order of a Hamiltonian cycle when one exists (a dimension even
+    and both > 1): along row 0, snake back and forth over columns 1.. of the other rows,
+    return up column 0. Otherwise the snake path (its closing edge is long)."""
+    if rows > 1 and cols > 1 and rows % 2 == 0:
+        out = [(0, c) for c in range(cols)]
+        for r in range(1, rows):
+            span = range(cols - 1, 0, -1) if r % 2 else range(1, cols)
+            out += [(r, c) for c in span]
+        return out + [(r, 0) for r in range(rows - 1, 0, -1)]
+    if rows > 1 and cols > 1 and cols % 2 == 0:
+        return [(r, c) for c, r in _grid_cycle(cols, rows)]
+    return [(r, c if r % 2 == 0 else cols - 1 - c) for r in range(rows) for c in range(cols)]
+
+
 def ring_order(nodes: Sequence[int], cluster: Cluster) -> list[int]:
     """The order a logical ring visits ``nodes`` (see the module docstring)."""
     if cluster.topology in ("mesh2d", "torus2d"):
-        def key(n: int) -> tuple[int, int]:
-            r, c = _coords(n, cluster)
-            return (r, c if r % 2 == 0 else -c)
-
-        return sorted(nodes, key=key)
+        rows, cols = cluster.grid
+        pos = {r * cols + c: i for i, (r, c) in enumerate(_grid_cycle(rows, cols))}
+        return sorted(nodes, key=pos.__getitem__)
     return sorted(nodes)
 
 
@@ -133,6 +156,29 @@ def route(a: int, b: int, cluster: Cluster) -> list[tuple[int, int]]:
         path.append((r * cols + c, nr * cols + c))
         r = nr
     return path
+
+
+def max_hops(nodes: Sequence[int], cluster: Cluster) -> int:
+    """Longest route (in links) between any two of ``nodes``: 1 on a ``switch``, 0 for one node.
+
+    Routes are shortest paths, so this is the largest pairwise distance, computed with numpy
+    (an all-to-all over 1,024 nodes checks a million pairs).
+    """
+    if len(nodes) < 2:
+        return 0
+    if cluster.topology == "switch":
+        return 1
+    n = np.asarray(sorted(nodes), dtype=np.int64)
+    if cluster.topology == "ring":
+        d = np.abs(n[:, None] - n[None, :])
+        return int(np.minimum(d, cluster.nodes - d).max())
+    rows, cols = cluster.grid
+    r, c = np.divmod(n, cols)
+    dr = np.abs(r[:, None] - r[None, :])
+    dc = np.abs(c[:, None] - c[None, :])
+    if cluster.topology == "torus2d":
+        dr, dc = np.minimum(dr, rows - dr), np.minimum(dc, cols - dc)
+    return int((dr + dc).max())
 
 
 def ring_embedding(nodes: Sequence[int], cluster: Cluster) -> tuple[int, int, list[str]]:

@@ -87,7 +87,7 @@ class _TorchImportWatcher(importlib.abc.MetaPathFinder):
                 exec_module(module)
                 _start_now()
 
-            loader.exec_module = exec_then_start  # type: ignore[union-attr]
+            loader.exec_module = exec_then_start  # type: ignore[method-assign,union-attr]
             return spec
         except Exception as e:  # noqa: BLE001
             log.warning("echo_trace: could not watch for torch (%s); capture off", e)

@@ -132,7 +132,8 @@ class CpuTimer:
 
     def emit(self, name: str, cat: str, start: Any, end: Any, args: dict[str, Any],
              tid: int = COMPUTE_TID) -> None:
-        self.rec.complete(name, cat, start, end - start, args, tid=tid)
+        """Record a slice; takes ownership of ``args``."""
+        self.rec.complete_owned(name, cat, start, end - start, args, tid)
 
     def point_us(self, point: Any) -> float:
         return float(point)

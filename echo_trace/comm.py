@@ -13,8 +13,10 @@
    installed and complete at ``wait_tensor`` (``path: "functional"``).
 
 Every wrapper calls the user's function exactly once with the same arguments and returns
-its result unchanged; bookkeeping runs under ``Recorder.guard``, so an internal error turns
-capture off and never reaches the job. Nothing is recorded unless ``recorder.active``.
+its result unchanged; bookkeeping runs under ``Recorder.guard`` (on the per-call paths an
+equivalent ``try``/``except`` calling ``Recorder.fail``, which skips the generator-based
+context manager), so an internal error turns capture off and never reaches the job.
+Nothing is recorded unless ``recorder.active``.
 
 Sequence numbers: one counter per set of global ranks (the contract matches collectives
 across ranks by ``(group_ranks, seq)``), one per ordered ``(src, dst)`` pair for send/recv.
@@ -83,6 +85,7 @@ class CommTracer:
         """Patch the communication entry points; a second call does nothing."""
         if self.installed:
             return
+        done = False
         with self.rec.guard("comm install"):
             import torch.distributed as dist
 
@@ -94,7 +97,8 @@ class CommTracer:
             comm_c10d.install(self)
             comm_functional.install(self)
             comm_ddp.install(self)
-        if not self.rec.enabled:  # install itself failed: leave nothing half-patched
+            done = True
+        if not done:  # install itself failed: leave nothing half-patched
             self.remove()
 
     def remove(self) -> None:
@@ -208,8 +212,10 @@ class CommTracer:
         return self.rec.comm_begin(name or f"Comm.{collective}", a)
 
     def end(self, token: CommToken) -> None:
-        with self.rec.guard("comm end"):
+        try:
             self.rec.comm_end(token)
+        except Exception as e:  # noqa: BLE001 - never raise into the job
+            self.rec.fail("comm end", e)
 
     def end_when_done(self, tokens: list[CommToken], work: Any) -> None:
         """Close ``tokens`` when ``work`` (a c10d Work) completes, adding no synchronize.

@@ -125,12 +125,15 @@ def _call(tracer: CommTracer, fn_name: str, orig: Callable[..., Any], tokens: li
         raise
     finally:
         tracer.tls.busy = False
-    with tracer.rec.guard(f"comm {fn_name} end"):
-        if is_async:
-            tracer.end_when_done(tokens, out)
-        else:
-            for tok in tokens:
-                tracer.end(tok)
+    if tokens:
+        try:
+            if is_async:
+                tracer.end_when_done(tokens, out)
+            else:
+                for tok in tokens:
+                    tracer.end(tok)
+        except Exception as e:  # noqa: BLE001 - never raise into the job
+            tracer.rec.fail(f"comm {fn_name} end", e)
     return out
 
 
@@ -145,7 +148,7 @@ def _collective_wrapper(tracer: CommTracer, fn_name: str, spec: tuple[str, Descr
             return orig(*args, **kwargs)
         tokens: list[CommToken] = []
         is_async = False
-        with rec.guard(f"comm {fn_name}"):
+        try:
             get = make_getter(index, args, kwargs)
             is_async = bool(get("async_op", False))
             ranks = tracer.group_ranks(get("group", None))
@@ -154,6 +157,8 @@ def _collective_wrapper(tracer: CommTracer, fn_name: str, spec: tuple[str, Descr
                 tokens.append(tracer.begin(collective, {
                     "bytes": nbytes, "dtype": dtype_name(dtensor), "group_ranks": list(ranks),
                     "seq": tracer.next_seq(ranks), "path": "c10d", "async": is_async}))
+        except Exception as e:  # noqa: BLE001 - never raise into the job
+            rec.fail(f"comm {fn_name}", e)
         return _call(tracer, fn_name, orig, tokens, is_async, args, kwargs)
 
     wrapper.__wrapped__ = orig  # type: ignore[attr-defined]

@@ -116,7 +116,7 @@ def _wrapper(tracer: CommTracer, fn_name: str, spec: tuple[str, str, Describe],
         if not tracer.recording():
             return orig(*args, **kwargs)
         token = None
-        with rec.guard(f"comm funcol {fn_name}"):
+        try:
             get = make_getter(index, args, kwargs)
             group = (get("mesh", None), get("mesh_dim", 0)) if is_sdaa else get("group", None)
             ranks = _group_ranks(tracer, group, funcol)
@@ -127,6 +127,8 @@ def _wrapper(tracer: CommTracer, fn_name: str, spec: tuple[str, str, Describe],
                                                      else _first(inp)),
                 "group_ranks": list(ranks), "seq": tracer.next_seq(ranks),
                 "path": "functional", "async": True})
+        except Exception as e:  # noqa: BLE001 - never raise into the job
+            rec.fail(f"comm funcol {fn_name}", e)
         tracer.tls.busy = True
         try:
             out = orig(*args, **kwargs)
@@ -137,8 +139,10 @@ def _wrapper(tracer: CommTracer, fn_name: str, spec: tuple[str, str, Describe],
         finally:
             tracer.tls.busy = False
         if token is not None:
-            with rec.guard(f"comm funcol {fn_name} result"):
+            try:
                 _track_result(tracer, token, out, act_type)
+            except Exception as e:  # noqa: BLE001 - never raise into the job
+                rec.fail(f"comm funcol {fn_name} result", e)
         return out
 
     wrapper.__wrapped__ = orig  # type: ignore[attr-defined]

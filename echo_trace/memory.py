@@ -67,7 +67,7 @@ class MemorySampler:
         self._proc = psutil.Process()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._peaks: dict[str, int] = {}
+        self._peaks: dict[str, float] = {}
         self._lock = threading.Lock()
         self._nvml: Any = None
         self._cuda: Any = None
@@ -77,9 +77,9 @@ class MemorySampler:
             self._cuda = torch.cuda
             self._nvml = _nvml_handle(cuda_device)
 
-    def sample(self) -> dict[str, int]:
+    def sample(self) -> dict[str, float]:
         """Read the counters now, record them (when recording) and update the peaks."""
-        vals = {"rss_bytes": int(self._proc.memory_info().rss)}
+        vals: dict[str, float] = {"rss_bytes": int(self._proc.memory_info().rss)}
         if self._cuda is not None:
             dev = self.cuda_device
             vals["cuda_allocated_bytes"] = int(self._cuda.memory_allocated(dev))
@@ -90,7 +90,7 @@ class MemorySampler:
                 vals["nvml_used_bytes"] = int(pynvml.nvmlDeviceGetMemoryInfo(self._nvml).used)
         rec = self.rec
         if rec.enabled and rec.recording:
-            rec.counter("memory", rec.now_us(), vals)
+            rec.counter("memory", rec.now_us(), dict(vals))
         with self._lock:
             peaks = self._peaks
             for k, v in vals.items():
@@ -98,7 +98,7 @@ class MemorySampler:
                     peaks[k] = v
         return vals
 
-    def take_peaks(self) -> dict[str, int]:
+    def take_peaks(self) -> dict[str, float]:
         """STEP args for the step just ended (``peak_rss_bytes``, ...); resets the peaks."""
         with self._lock:
             peaks, self._peaks = self._peaks, {}

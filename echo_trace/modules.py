@@ -38,6 +38,8 @@ _WRAPPER_TYPES = frozenset({
     "DistributedDataParallel", "DataParallel", "FullyShardedDataParallel", "CheckpointWrapper",
     "OptimizedModule",
 })
+# modules whose forward does not call their children: traced as leaves
+_OPAQUE_TYPES: tuple[type[nn.Module], ...] = (nn.MultiheadAttention,)
 _WRAPPER_PARTS = frozenset({"_fsdp_wrapped_module", "_checkpoint_wrapped_module", "_orig_mod"})
 
 # flops kinds
@@ -114,15 +116,64 @@ _WAIT, _OPEN, _DONE, _ENDED_EARLY = 0, 1, 2, 3
 
 
 class _Call:
-    """One traced module call, alive from forward until its backward ends."""
+    """One traced module call, alive from forward until its backward ends.
 
-    __slots__ = ("info", "bw_start", "state", "from_params")
+    ``begin``/``end`` are the grad hooks (outputs ready / inputs ready); see
+    :class:`ModuleTracer` for the state machine."""
 
-    def __init__(self, info: _Info) -> None:
+    __slots__ = ("info", "tracer", "t0", "in_bytes", "first_in", "bw_start", "state",
+                 "from_params")
+
+    def __init__(self, info: _Info, tracer: ModuleTracer, in_bytes: int,
+                 first_in: torch.Tensor | None) -> None:
         self.info = info
+        self.tracer = tracer
+        self.in_bytes = in_bytes
+        self.first_in = first_in
+        self.t0: Any = None
         self.bw_start: Any = None
         self.state = _WAIT
         self.from_params = False
+
+    def begin(self, _grads: Any) -> None:
+        tracer = self.tracer
+        rec = tracer.rec
+        if not (rec.enabled and rec.recording):
+            return
+        try:
+            state = self.state
+            if state == _WAIT:
+                t = tracer.timer.now()
+                if tracer._open_bw:
+                    tracer._close_open_bw(t)
+                self.bw_start = t
+                self.state = _OPEN
+                tracer._open_bw.append(self)
+            elif state == _ENDED_EARLY:  # an output is an input (Identity): no backward work
+                t = tracer.timer.now()
+                self.state = _DONE
+                info = self.info
+                tracer.timer.emit(info.bw_name, "BW", t, t, dict(info.static_args))
+        except Exception as e:  # noqa: BLE001 - same as rec.guard, without its cost
+            rec.fail("backward hook", e)
+
+    def end(self, _grads: Any) -> None:
+        tracer = self.tracer
+        rec = tracer.rec
+        if not (rec.enabled and rec.recording):
+            return
+        try:
+            state = self.state
+            if state == _OPEN:
+                self.state = _DONE
+                tracer._open_bw.remove(self)
+                info = self.info
+                tracer.timer.emit(info.bw_name, "BW", self.bw_start, tracer.timer.now(),
+                                  dict(info.static_args))
+            elif state == _WAIT:
+                self.state = _ENDED_EARLY
+        except Exception as e:  # noqa: BLE001
+            rec.fail("backward hook", e)
 
 
 def _scan(obj: Any, grads: list[torch.Tensor], depth: int = 0) -> tuple[int, torch.Tensor | None]:
@@ -173,6 +224,11 @@ def _join_nodes(nodes: list[Any], fn: Callable[[Any], None]) -> None:
         n.register_prehook(hook)
 
 
+def _is_leaf(mod: nn.Module) -> bool:
+    """No children, or a module whose forward does not call its children."""
+    return next(iter(mod.children()), None) is None or isinstance(mod, _OPAQUE_TYPES)
+
+
 def _strip(name: str, root_is_wrapper: bool) -> str:
     parts = [p for p in name.split(".") if p and p not in _WRAPPER_PARTS]
     if root_is_wrapper and parts and parts[0] == "module":
@@ -195,7 +251,7 @@ class ModuleTracer:
         self.depth = depth
         self.on_module = on_module
         self._infos: weakref.WeakKeyDictionary[nn.Module, _Info] = weakref.WeakKeyDictionary()
-        self._stack: list[tuple[_Info, Any, _Call | None, int]] = []
+        self._stack: list[_Info | _Call] = []  # modules in forward now (calls if traced)
         self._open_bw: list[_Call] = []
         self._leaf_handles: list[Any] = []
         self._handles: list[Any] = []
@@ -255,16 +311,20 @@ class ModuleTracer:
         if primary:
             self._primary = weakref.ref(root)
         depth = self.depth
+        opaque: list[str] = []  # names of modules whose children never run on their own
         for name, mod in root.named_modules():
             if mod in self._infos:
                 continue
             path = _strip(name, wrapper)
-            if type(mod).__name__ in _WRAPPER_TYPES or (wrapper and name == ""):
+            inside_opaque = any(name.startswith(o + ".") for o in opaque)
+            if isinstance(mod, _OPAQUE_TYPES):
+                opaque.append(name)
+            if type(mod).__name__ in _WRAPPER_TYPES or (wrapper and name == "") \
+                    or inside_opaque:
                 traced = False
-                level = -1
             else:
                 level = len(path.split(".")) if path else 0
-                leaf = next(iter(mod.children()), None) is None
+                leaf = _is_leaf(mod)
                 traced = leaf if depth is None else (level == depth or (level < depth and leaf))
             if prefix:
                 path = prefix + ("." + path if path else "")
@@ -286,9 +346,11 @@ class ModuleTracer:
             info = self._infos.get(mod)
             if info is not None:
                 return info
-        parent = self._stack[-1][0].path + "." if self._stack else ""
-        leaf = next(iter(mod.children()), None) is None
-        info = _Info(mod, parent + type(mod).__name__, leaf)
+        parent = ""
+        if self._stack:
+            top = self._stack[-1]
+            parent = (top.info if isinstance(top, _Call) else top).path + "."
+        info = _Info(mod, parent + type(mod).__name__, _is_leaf(mod))
         self._infos[mod] = info
         if self.on_module is not None:
             self.on_module(mod)
@@ -304,21 +366,26 @@ class ModuleTracer:
             if info is None:
                 info = self._discover(mod, args)
             if not info.traced:
-                self._stack.append((info, None, None, 0))
+                self._stack.append(info)
                 return
             grads: list[torch.Tensor] = []
-            in_bytes, first = _scan(args, grads)
-            call = _Call(info)
+            first: torch.Tensor | None
+            if len(args) == 1 and isinstance(args[0], torch.Tensor):
+                first = args[0]
+                in_bytes = args[0].nbytes
+                if args[0].requires_grad:
+                    grads.append(args[0])
+            else:
+                in_bytes, first = _scan(args, grads)
+            call = _Call(info, self, in_bytes, first if info.flops_kind else None)
             if grads:
-                self._hook(grads, lambda _g, c=call: self._bw_end(c))
+                self._hook(grads, call.end)
             else:
                 call.from_params = True  # BW ends when the parameters' grads are ready
-            t = self.timer.now()
+            self._stack.append(call)
+            t = call.t0 = self.timer.now()
             if self._open_bw:
                 self._close_open_bw(t)
-            self._stack.append((info, t, call, in_bytes))
-            if first is not None and info.flops_kind:
-                self._stack.append((info, first, None, -1))
         except Exception as e:  # noqa: BLE001 - same as rec.guard, without its cost
             rec.fail("forward pre-hook", e)
 
@@ -327,40 +394,48 @@ class ModuleTracer:
         if not (rec.enabled and rec.recording):
             return
         try:
-            stack = self._stack
-            info = self._infos.get(mod)
-            if info is None or not stack:
-                return
-            first_in: torch.Tensor | None = None
-            if stack[-1][0] is info and stack[-1][3] == -1:
-                first_in = stack.pop()[1]
-            while stack and stack[-1][0] is not info:
-                stack.pop()  # an inner call raised; drop it
-            if not stack:
-                return
-            _, t0, call, in_bytes = stack.pop()
-            if call is None or output is None:
-                return
             t1 = self.timer.now()
+            info = self._infos.get(mod)
+            stack = self._stack
+            if info is None:
+                return
+            while stack:  # pops entries of inner calls that raised, if any
+                top = stack.pop()
+                if top is info:
+                    return  # not traced
+                if top.__class__ is _Call and top.info is info:
+                    break
+            else:
+                return
+            call = top
+            if output is None:
+                return
             grads: list[torch.Tensor] = []
-            out_bytes, first_out = _scan(output, grads)
+            if isinstance(output, torch.Tensor):
+                out_bytes = output.nbytes
+                first_out: torch.Tensor | None = output
+                if output.requires_grad:
+                    grads.append(output)
+            else:
+                out_bytes, first_out = _scan(output, grads)
             args_ = dict(info.static_args)
-            args_["in_bytes"] = in_bytes
+            args_["in_bytes"] = call.in_bytes
             args_["out_bytes"] = out_bytes
             if info.flops_kind:
-                flops = forward_flops(info.flops_kind, info.flops_const, first_in, first_out,
-                                      info.in_features)
+                flops = forward_flops(info.flops_kind, info.flops_const, call.first_in,
+                                      first_out, info.in_features)
+                call.first_in = None
                 if flops is not None:
                     args_["flops"] = flops
-            self.timer.emit(info.fw_name, "FW", t0, t1, args_)
+            self.timer.emit(info.fw_name, "FW", call.t0, t1, args_)
             if not grads:
                 return
             if call.from_params:
                 params = info.params_fn()
                 if not params:
                     return
-                self._hook(params, lambda _g, c=call: self._bw_end(c), leaf=True)
-            self._hook(grads, lambda _g, c=call: self._bw_begin(c))
+                self._hook(params, call.end, leaf=True)
+            self._hook(grads, call.begin)
         except Exception as e:  # noqa: BLE001
             rec.fail("forward hook", e)
 
@@ -374,6 +449,16 @@ class ModuleTracer:
         the base's node stays in the graph. Leaf tensors use tensor hooks, removed at the
         step boundary because they outlive the graph.
         """
+        if len(tensors) == 1 and not leaf:  # the common case, kept short
+            t = tensors[0]
+            node = t.grad_fn
+            if t._is_view():
+                base = t._base
+                if base is not None and base.grad_fn is not None:
+                    node = base.grad_fn
+            if node is not None:
+                node.register_prehook(fn)
+                return
         nodes: list[Any] = []
         leaves: list[torch.Tensor] = []
         for t in tensors:
@@ -387,7 +472,7 @@ class ModuleTracer:
                     node = t.grad_fn
             if node is None:
                 leaves.append(t)
-            elif not any(n is node for n in nodes):
+            elif all(n is not node for n in nodes):
                 nodes.append(node)
         if leaves:
             if len(leaves) == 1 and not nodes:
@@ -401,44 +486,6 @@ class ModuleTracer:
             _join_nodes(nodes, fn)
 
     # ------------------------------------------------------------------ backward
-    def _bw_begin(self, call: _Call) -> None:
-        rec = self.rec
-        if not (rec.enabled and rec.recording):
-            return
-        try:
-            state = call.state
-            if state == _WAIT:
-                t = self.timer.now()
-                if self._open_bw:
-                    self._close_open_bw(t)
-                call.bw_start = t
-                call.state = _OPEN
-                self._open_bw.append(call)
-            elif state == _ENDED_EARLY:  # output is an input (Identity): no backward work
-                t = self.timer.now()
-                call.state = _DONE
-                info = call.info
-                self.timer.emit(info.bw_name, "BW", t, t, info.static_args)
-        except Exception as e:  # noqa: BLE001
-            rec.fail("backward hook", e)
-
-    def _bw_end(self, call: _Call) -> None:
-        rec = self.rec
-        if not (rec.enabled and rec.recording):
-            return
-        try:
-            state = call.state
-            if state == _OPEN:
-                call.state = _DONE
-                self._open_bw.remove(call)
-                info = call.info
-                self.timer.emit(info.bw_name, "BW", call.bw_start, self.timer.now(),
-                                info.static_args)
-            elif state == _WAIT:
-                call.state = _ENDED_EARLY
-        except Exception as e:  # noqa: BLE001
-            rec.fail("backward hook", e)
-
     def close_open_bw(self, t: Any) -> None:
         """Another compute event starts at ``t``: end every BW still open there."""
         if self._open_bw:
@@ -449,5 +496,5 @@ class ModuleTracer:
         for call in self._open_bw:
             call.state = _DONE
             info = call.info
-            emit(info.bw_name, "BW", call.bw_start, t, info.static_args)
+            emit(info.bw_name, "BW", call.bw_start, t, dict(info.static_args))
         self._open_bw.clear()

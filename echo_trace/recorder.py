@@ -116,6 +116,23 @@ class Recorder:
         self._append({"name": name, "cat": cat, "ph": "X", "tid": tid, "ts": ts_us,
                       "dur": max(dur_us, 0.0), "args": a})
 
+    def complete_owned(self, name: str, cat: str, ts_us: float, dur_us: float,
+                       args: dict[str, Any], tid: int = COMPUTE_TID) -> None:
+        """:meth:`complete` for hot paths: takes ownership of ``args`` (adds step/occ in
+        place, no copy) and always uses the current step."""
+        step = self.step
+        key = (step, name)
+        with self._lock:
+            k = self._occ.get(key, 0)
+            self._occ[key] = k + 1
+        args["step"] = step
+        args["occ"] = k
+        if len(self.events) >= self.max_events:
+            self._append(args)  # counts and warns
+            return
+        self.events.append({"name": name, "cat": cat, "ph": "X", "tid": tid, "ts": ts_us,
+                            "dur": dur_us if dur_us > 0.0 else 0.0, "args": args})
+
     def comm_begin(self, name: str, args: dict[str, Any]) -> CommToken:
         """A communication op was issued now; returns the token to close at completion."""
         with self._lock:

@@ -34,8 +34,9 @@ def test_cells_golden():
 def test_summary_golden():
     c = collect(two_rank_trace())
     # slowest rank per step: step 1 -> rank 1 (120), step 2 -> rank 0 (110)
-    assert [(s.step, s.iteration_us, s.slowest_rank, s.fastest_us) for s in c.per_step] == [
-        (1, 120.0, 1, 100.0), (2, 110.0, 0, 100.0)]
+    assert [(s.step, s.iteration_us, s.slowest_rank, s.fastest_us, s.mean_us, s.median_us)
+            for s in c.per_step] == [(1, 120.0, 1, 100.0, 110.0, 110.0),
+                                     (2, 110.0, 0, 100.0, 105.0, 105.0)]
     assert c.iteration_time_us == 115.0
     assert (c.fwbw_us, c.comm_us, c.overlapped_us, c.exposed_us) == (72.5, 33.75, 12.5, 21.25)
     r0, r1 = c.per_rank

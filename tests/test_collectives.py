@@ -163,3 +163,28 @@ def test_comm_model_without_profile_is_analytic() -> None:
     assert m.time_us("all_reduce", S, range(8)) == pytest.approx(72.0)  # cached
     assert m.links([0, 4]) == ["node0/nic0", "node1/nic0"]
     assert not m.covered("all_reduce", [0, 1])
+
+
+def test_max_hops_matches_routes() -> None:
+    from echo_sim.topology import max_hops, route
+
+    for topo, dims in (("ring", None), ("mesh2d", (3, 4)), ("torus2d", (3, 4)), ("switch", None)):
+        c = dataclasses.replace(TOY, nodes=12, topology=topo, mesh_dims=dims)
+        nodes = [0, 2, 5, 7, 11]
+        want = max(len(route(a, b, c)) for a in nodes for b in nodes if a != b)
+        assert max_hops(nodes, c) == (1 if topo == "switch" else want)
+    c = dataclasses.replace(TOY, nodes=12, topology="mesh2d", mesh_dims=(3, 4))
+    assert max_hops([0, 11], c) == 5  # (0,0) -> (2,3)
+    assert max_hops([0, 11], dataclasses.replace(c, topology="torus2d")) == 2
+
+
+def test_full_grid_ring_is_one_hop() -> None:
+    from echo_sim.topology import ring_embedding
+
+    for dims in ((4, 4), (2, 3), (3, 2), (4, 6)):
+        n = dims[0] * dims[1]
+        c = dataclasses.replace(TOY, nodes=n, topology="mesh2d", mesh_dims=dims)
+        assert ring_embedding(range(n), c)[:2] == (1, 1), dims
+    odd = dataclasses.replace(TOY, nodes=9, topology="mesh2d", mesh_dims=(3, 3))
+    assert ring_embedding(range(9), odd)[0] == 4  # snake closes from (2,2) to (0,0)
+    assert ring_embedding(range(9), dataclasses.replace(odd, topology="torus2d"))[0] == 2

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
 
 import pytest
 
-from echo_sim.collectives import CommModel, collective_time_us
+from echo_sim.collectives import CommModel, calibrate_cluster, collective_time_us
 from echo_sim.comm_profile import (
     CommProfile,
     fit_alpha_beta,
@@ -103,9 +104,27 @@ def test_comm_model_uses_profile_where_it_covers() -> None:
     assert m.time_us("recv", 1024, [1, 0]) == pytest.approx(20.0)
     # concurrent: the part above alpha doubles
     assert m.time_us("all_reduce", 100000, [0, 1], concurrent=2) == pytest.approx(300.0)
-    # not covered: other node count, other group size, other op -> analytic model
+    # not covered: other node count, other group size, other op -> analytic model on the
+    # cluster calibrated to the profile (or the preset itself with calibrate=False)
+    calibrated = calibrate_cluster(cluster, prof)
+    raw = CommModel(cluster, prof, calibrate=False)
     for op, ranks in (("all_reduce", [0, 2]), ("all_reduce", [0, 1, 2]),
                       ("all_gather", [0, 1])):
         assert not m.covered(op, ranks)
-        assert m.time_us(op, 100000, ranks) == collective_time_us(op, 100000, ranks, cluster)
+        assert m.time_us(op, 100000, ranks) == collective_time_us(op, 100000, ranks, calibrated)
+        assert raw.time_us(op, 100000, ranks) == collective_time_us(op, 100000, ranks, cluster)
     assert math.isfinite(m.time_us("all_reduce", 1, [0, 1]))
+
+
+def test_calibrate_cluster_inverts_ring_fit() -> None:
+    prof = load_comm_profile(DATA / "gloo2.json")  # all_reduce/2: alpha 100 us, beta 1e-3 us/B
+    c = calibrate_cluster(get_cluster("cpu-gloo", nodes=2), prof)
+    # alpha = 2(n-1)·a -> a = 50 us; beta = 2(n-1)/n / B -> B = 1000 B/us = 1 GB/s
+    assert c.intra_latency_us == pytest.approx(50.0)
+    assert c.intra_bw_gbps == pytest.approx(1.0)
+    assert c.inter_bw_gbps == get_cluster("cpu-gloo").inter_bw_gbps
+    # the calibrated analytic model reproduces the fitted line for the measured group
+    assert collective_time_us("all_reduce", 10**6, [0, 1], c, algorithm="ring") == \
+        pytest.approx(100.0 + 1e-3 * 10**6)
+    multi = dataclasses.replace(prof, nodes=2)
+    assert calibrate_cluster(get_cluster("cpu-gloo"), multi) == get_cluster("cpu-gloo")

@@ -159,3 +159,12 @@ def test_vectorised_build_scales():
     deps = build_deps(tr)
     assert deps.compute.size == 2 * 40 * 101 and deps.n_inst == 40
     assert np.all(tr.events.step[deps.src] <= tr.events.step[deps.dst])
+
+
+def test_duplicate_event_identity_gets_distinct_nodes():
+    b = TraceBuilder()
+    for ts in (0.0, 20.0):  # a broken trace: one (rank, step, name, occ) twice
+        b.add(rank=0, name="BW.x", cat=Cat.BW, ts_us=ts, dur_us=5, step=1, occ=0)
+    b.add(rank=0, name="UPDATE.SGD", cat=Cat.UPDATE, ts_us=30, dur_us=5, step=1)
+    g = global_graph(b.build())
+    assert g.number_of_nodes() == 3 and nx.is_directed_acyclic_graph(g)

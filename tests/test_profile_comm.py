@@ -106,3 +106,27 @@ def test_hard_timeout_kills_processes() -> None:
                        backend="gloo")
     with pytest.raises(ProfileError, match="still running after 1 s"):
         measure_comm_profile(spec)
+
+
+@pytest.mark.slow
+def test_sub_groups(tmp_path: Path) -> None:
+    out = tmp_path / "comm3.json"
+    COMMAND.run(_opts("--nproc", "3", "--group-sizes", "2", "--ops", "all_reduce,all_gather,send",
+                      "--output", str(out), "--sizes", "12KB,96KB", "--iters", "3",
+                      "--backend", "gloo", "--no-progress", "--timeout", "120"))
+    prof = load_comm_profile(out)
+    assert prof.ops == [("all_gather", 2), ("all_gather", 3), ("all_reduce", 2),
+                        ("all_reduce", 3), ("send", 2)]
+    # float32 elements, a multiple of the group size: 12 KB = 3072 elements
+    assert [s for s, _ in prof.samples[("all_reduce", 3)]] == [12288, 98304]
+    assert [s for s, _ in prof.samples[("all_reduce", 2)]] == [12288, 98304]
+    model = CommModel(get_cluster("cpu-gloo", gpus_per_node=3), prof)
+    assert model.covered("all_reduce", [0, 2]) and model.covered("all_gather", [0, 1, 2])
+    assert not model.covered("all_to_all", [0, 1])
+
+
+def test_group_sizes_validation() -> None:
+    with pytest.raises(ConfigError, match="each must be in 2..2"):
+        ProfileSpec(nproc=2, group_sizes=(4,))
+    with pytest.raises(ConfigError, match="comma list of integers"):
+        COMMAND.run(_opts("--output", "/nonexistent/x.json", "--group-sizes", "two"))

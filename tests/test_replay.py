@@ -174,3 +174,35 @@ def test_cli_replay_json_and_output(tmp_path, capsys):
     assert len(xs) == 32
     assert main(["replay", str(tmp_path / "t"), "--scale", "Comm.*"]) == 2
     assert "--scale" in capsys.readouterr().err
+
+
+def test_a_member_that_completes_later_keeps_its_lag():
+    # transfer = first completion (20) - last start (12) = 8; rank 1 saw it end 5 us later
+    b = TraceBuilder()
+    for r, fw_end, comm_end in ((0, 10, 20), (1, 12, 25)):
+        b.add(rank=r, name="FW.a", cat=Cat.FW, ts_us=0, dur_us=fw_end, step=1)
+        b.add(rank=r, name="Comm.x", cat=Cat.COMM, ts_us=fw_end, dur_us=comm_end - fw_end,
+              step=1, tid=100, collective="all_reduce", group_ranks=(0, 1), seq=0)
+        b.add(rank=r, name="FW.b", cat=Cat.FW, ts_us=comm_end + 1, dur_us=10, step=1)
+    tr = b.build()
+    res = replay(tr)
+    assert res.per_step[0]["replayed_us"] == pytest.approx(36.0)
+    half = replay(tr, scale=["Comm.*=0.5"])
+    fwb = [r for r in range(len(tr.events)) if tr.name_of(r) == "FW.b"]
+    # instance 12-16, rank 1's lag 2.5 -> 18.5, FW.b after its 1 us host delay
+    assert [half.row_start_us[r] for r in fwb] == pytest.approx([17.0, 19.5])
+    assert half.per_step[0]["replayed_us"] == pytest.approx(29.5)
+
+
+def test_send_and_recv_on_one_rank_run_concurrently():
+    b = TraceBuilder()
+    for r in (0, 1):
+        b.add(rank=r, name="FW.a", cat=Cat.FW, ts_us=0, dur_us=10, step=1)
+        b.add(rank=r, name="Comm.send", cat=Cat.COMM, ts_us=10, dur_us=5, step=1, tid=100,
+              collective="send", peer=1 - r, seq=0, group_ranks=(0, 1))
+        b.add(rank=r, name="Comm.recv", cat=Cat.COMM, ts_us=10, dur_us=5, step=1, tid=101,
+              collective="recv", peer=1 - r, seq=0, group_ranks=(0, 1))
+        b.add(rank=r, name="FW.b", cat=Cat.FW, ts_us=16, dur_us=4, step=1)
+    res = replay(b.build())
+    assert res.deps.n_inst == 2
+    assert res.per_step[0]["replayed_us"] == pytest.approx(20.0)  # not 25: no queueing

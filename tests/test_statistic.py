@@ -187,3 +187,20 @@ def test_million_events_over_64_ranks():
     assert len(s.ranks) == 64 and all(r.steps == 10 for r in s.ranks)
     assert s.step_time_us == pytest.approx(
         sum(r.step_us * r.steps for r in s.ranks))
+
+
+def test_step_breakdown_parts_sum_to_step_time(tmp_path):
+    """Rank 0: FW 32.5, BW 40, UPDATE 10, exposed comm 20 (15, 25), idle 22.5 - 20 = 2.5."""
+    from echo_sim.analysis.collect import collect
+    from echo_sim.plots import plot_step_breakdown, step_breakdown
+
+    t = two_rank_trace()
+    stats = statistic(t)
+    parts = step_breakdown(stats, collect(t))
+    assert parts[0] == {"FW": 32.5, "BW": 40.0, "UPDATE": 10.0, "Comm (exposed)": 20.0,
+                        "idle": 2.5}
+    assert sum(parts[1].values()) == stats.ranks[1].step_us == 110.0
+    p = plot_step_breakdown(parts, tmp_path / "b.svg")
+    assert p.read_text().lstrip().startswith("<?xml")
+    with pytest.raises(EchoError, match="unknown image type"):
+        plot_step_breakdown(parts, tmp_path / "b.bmp")

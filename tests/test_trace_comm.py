@@ -94,16 +94,30 @@ def _c10d_ops(rank: int) -> dict[str, list[float]]:
     return res
 
 
+def _batch(ops: list[dist.P2POp]) -> None:
+    for w in dist.batch_isend_irecv(ops):
+        w.wait()
+
+
 def _w_c10d(rank: int, world: int, out: str) -> None:
+    other = 1 - rank
     reference = _c10d_ops(rank)  # uncaptured
+    pre_r, mid_r = torch.zeros(2), torch.zeros(2)
+    pre = [dist.P2POp(dist.isend, torch.full((2,), 200.0 + rank), other),
+           dist.P2POp(dist.irecv, pre_r, other)]  # built with the original isend / irecv
     rec = _recorder(rank)
     tracer = CommTracer(rec)
     tracer.install()
     tracer.install()  # idempotent
     captured = _c10d_ops(rank)
+    _batch(pre)
+    mid = [dist.P2POp(dist.isend, torch.full((2,), 300.0 + rank), other),
+           dist.P2POp(dist.irecv, mid_r, other)]  # built with the wrappers
     tracer.remove()
+    _batch(mid)  # after remove
     assert rec.enabled, rec.disabled_reason
-    _dump(out, rank, events=_comm(rec), reference=reference, captured=captured)
+    _dump(out, rank, events=_comm(rec), reference=reference, captured=captured,
+          pre=pre_r.tolist(), mid=mid_r.tolist())
 
 
 EXPECTED_C10D = [  # (collective, bytes, dtype, async, peer-of-rank-0)
@@ -124,6 +138,7 @@ def test_c10d_collectives_and_p2p(tmp_path: Path) -> None:
     ranks = _load(tmp_path)
     for r, data in enumerate(ranks):
         assert data["captured"] == data["reference"]
+        assert data["pre"] == [200.0 + 1 - r] * 2 and data["mid"] == [300.0 + 1 - r] * 2
         evs = sorted(data["events"], key=lambda e: e["ts"])
         colls = [e for e in evs if e["args"]["collective"] not in ("send", "recv")]
         got = [(e["args"]["collective"], e["args"]["bytes"], e["args"]["dtype"],
@@ -140,11 +155,13 @@ def test_c10d_collectives_and_p2p(tmp_path: Path) -> None:
         if r == 0:
             assert p2p == [("send", 1, 0, 12, False), ("recv", 1, 0, 12, False),
                            ("send", 1, 1, 8, True), ("send", 1, 2, 8, True),
-                           ("recv", 1, 1, 8, True)]
+                           ("recv", 1, 1, 8, True), ("send", 1, 3, 8, True),
+                           ("recv", 1, 2, 8, True)]
         else:
             assert p2p == [("recv", 0, 0, 12, False), ("send", 0, 0, 12, False),
                            ("recv", 0, 1, 8, True), ("send", 0, 1, 8, True),
-                           ("recv", 0, 2, 8, True)]
+                           ("recv", 0, 2, 8, True), ("send", 0, 2, 8, True),
+                           ("recv", 0, 3, 8, True)]
     ref = ranks[0]["reference"]
     assert ref["all_reduce"] == [10.0, 12.0, 14.0, 16.0]
     assert ref["all_gather"] == [0.0, 0.0, 0.0, 1.0, 1.0, 1.0]
@@ -297,26 +314,34 @@ def test_ddp_buckets(tmp_path: Path) -> None:
     assert seqs[0] == seqs[1] == list(range(len(seqs[0])))
 
 
-def _w_ddp_user_first(rank: int, world: int, out: str) -> None:
+def _w_ddp_attach(rank: int, world: int, out: str) -> None:
     from torch.nn.parallel import DistributedDataParallel as DDP
 
-    ddp = DDP(_mlp())
-    ddp.register_comm_hook(None, _user_hook)
+    user = DDP(_mlp())
+    user.register_comm_hook(None, _user_hook)
+    plain = DDP(_mlp())  # built and trained before capture, attached later
+    _ddp_step(plain, rank)
     rec = _recorder(rank)
     tracer = CommTracer(rec)
     tracer.install()
-    tracer.attach_ddp(ddp)
-    _ddp_step(ddp, rank)
+    tracer.attach_ddp(user)  # has the user's hook: skipped, one warning
+    tracer.attach_ddp(plain)
+    _ddp_step(user, rank)
+    _ddp_step(plain, rank)
     tracer.remove()
-    grads = torch.cat([p.grad.flatten() for p in ddp.parameters()])
-    _dump(out, rank, events=_comm(rec), ones=bool((grads == 1).all()), enabled=rec.enabled)
+    grads = torch.cat([p.grad.flatten() for p in user.parameters()])
+    _dump(out, rank, events=_comm(rec), ones=bool((grads == 1).all()), enabled=rec.enabled,
+          nbytes=sum(p.numel() * p.element_size() for p in plain.parameters()))
 
 
 @pytest.mark.slow
-def test_ddp_with_user_hook_is_skipped(tmp_path: Path) -> None:
-    spawn(_w_ddp_user_first, 2, str(tmp_path), timeout=60)
+def test_ddp_attach_after_training_and_user_hook_skipped(tmp_path: Path) -> None:
+    spawn(_w_ddp_attach, 2, str(tmp_path), timeout=60)
     for data in _load(tmp_path):
-        assert data == {"events": [], "ones": True, "enabled": True}
+        assert data["ones"] and data["enabled"]
+        evs = data["events"]  # all from `plain`: its buckets cover every gradient once
+        assert evs and all(e["args"]["path"] == "ddp" for e in evs)
+        assert sum(e["args"]["bytes"] for e in evs) == data["nbytes"]
 
 
 # ---------------------------------------------------------------------------- DTensor, FSDP2
@@ -395,12 +420,10 @@ def test_fsdp2_fully_shard(tmp_path: Path) -> None:
         evs = sorted(data["events"], key=lambda e: e["ts"])
         got = [(e["args"]["collective"], e["args"]["bytes"]) for e in evs]
         # forward all-gathers layer 0 then 2; backward re-gathers 2 (resharded after
-        # forward), reduce-scatters its grads, then gathers / reduce-scatters layer 0
-        ags = [b for c, b in got if c == "all_gather"]
-        rss = [b for c, b in got if c == "reduce_scatter"]
-        assert sorted(ags) == sorted([layer0, layer2, layer2, layer0]) or sorted(ags) == sorted(
-            [layer0, layer2, layer0])
-        assert sorted(rss) == sorted([layer0, layer2])
+        # forward) and prefetches 0, then reduce-scatters the gradients of 2 and 0
+        assert got == [("all_gather", layer0), ("all_gather", layer2), ("all_gather", layer2),
+                       ("all_gather", layer0), ("reduce_scatter", layer2),
+                       ("reduce_scatter", layer0)]
         assert all(e["args"]["path"] == "c10d" and e["args"]["group_ranks"] == [0, 1]
                    for e in evs)
     assert [e["args"]["seq"] for e in sorted(ranks[0]["events"], key=lambda e: e["ts"])] == \

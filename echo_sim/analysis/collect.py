@@ -48,9 +48,11 @@ class StepSummary:
     """One captured step: the slowest rank decides the step's time (µs)."""
 
     step: int
-    iteration_us: float
+    iteration_us: float  # the slowest rank's
     slowest_rank: int
     fastest_us: float
+    mean_us: float  # over ranks
+    median_us: float  # over ranks
 
 
 @dataclass(frozen=True)
@@ -133,7 +135,9 @@ def collect(trace: Trace) -> Collected:
         slowest[j] = col[i]
         per_step.append(StepSummary(step=int(s), iteration_us=float(col[i]),
                                     slowest_rank=int(grid.ranks[i]),
-                                    fastest_us=float(col[ok].min())))
+                                    fastest_us=float(col[ok].min()),
+                                    mean_us=float(col[ok].mean()),
+                                    median_us=float(np.median(col[ok]))))
     per_rank = [
         RankSummary(
             rank=int(r), steps=int(np.isfinite(g_iter[i]).sum()),

@@ -11,7 +11,7 @@ Units: microseconds.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -97,11 +97,11 @@ def _side(trace: Trace) -> dict[str, tuple[str, int, float]]:
             for i in np.flatnonzero(count)}
 
 
-def _sort_key(sort: str):  # type: ignore[no-untyped-def]
+def _sort_key(sort: str) -> Callable[[OpDiff], Any]:
     def neg(x: float | None) -> float:
         return -x if x is not None else float("inf")
 
-    keys = {
+    keys: dict[str, Callable[[OpDiff], Any]] = {
         "diff": lambda o: (neg(abs(o.diff_us) if o.diff_us is not None else None), o.name),
         "ratio": lambda o: (neg(o.ratio), o.name),
         "mean_a": lambda o: (neg(o.mean_a_us), o.name),

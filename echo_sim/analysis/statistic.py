@@ -48,6 +48,7 @@ CATEGORIES: tuple[str, ...] = ("FW", "BW", "Comm", "UPDATE", "idle")
 """Category rows of :attr:`Statistics.categories`, in display order."""
 
 _COMPUTE_CATS = (int(Cat.FW), int(Cat.BW), int(Cat.UPDATE))
+_NOISE_US = 1e-6
 
 
 # ---------------------------------------------------------------------------- grid of cells
@@ -247,15 +248,15 @@ def _op_stats(trace: Trace, grid: StepGrid, step_total_us: float) -> list[OpStat
     median = _quantile_sorted(dur_s, first, count, 0.5)
     p95 = _quantile_sorted(dur_s, first, count, 0.95)
     cat_s = ev.cat[grid.rows][order][first]
-    denom = step_total_us if step_total_us > 0 else np.nan
+    share = total / step_total_us if step_total_us > 0 else np.zeros_like(total)
     return [
         OpStat(
             name=trace.names[int(i)], category=CAT_NAMES[int(c)], count=int(n),
             total_us=float(t), mean_us=float(m), median_us=float(md), p95_us=float(p),
-            std_us=float(s), share=float(t / denom) if denom == denom else 0.0,
+            std_us=float(s), share=float(sh),
         )
-        for i, c, n, t, m, md, p, s in zip(ids, cat_s, count, total, mean, median, p95, std,
-                                            strict=True)
+        for i, c, n, t, m, md, p, s, sh in zip(ids, cat_s, count, total, mean, median, p95,
+                                                std, share, strict=True)
     ]
 
 
@@ -292,7 +293,8 @@ def statistic(trace: Trace, *, sort: str = "total", head: int | None = None) -> 
         "UPDATE": grid.covered(trace, (int(Cat.UPDATE),)),
     }
     compute = grid.covered(trace, _COMPUTE_CATS)
-    per_cat["idle"] = np.where(valid, np.maximum(iters - compute, 0.0), 0.0)
+    idle = np.where(valid, iters - compute, 0.0)
+    per_cat["idle"] = np.where(idle > _NOISE_US, idle, 0.0)  # float sums leave ~1e-14 us
     n_valid = int(valid.sum())
     categories = [
         CategoryStat(

@@ -41,10 +41,10 @@ def render(c: Collected, *, source: str = "") -> str:
           fmt_us(r.exposed_mean_us)] for r in c.per_rank],
         title="\nPer rank (means per step)")
     steps = format_table(
-        ["step", "iteration_us", "slowest_rank", "fastest_us"],
-        [[str(s.step), fmt_us(s.iteration_us), str(s.slowest_rank), fmt_us(s.fastest_us)]
-         for s in c.per_step],
-        title="\nPer step (slowest rank)")
+        ["step", "iteration_us", "slowest_rank", "fastest_us", "mean_us", "median_us"],
+        [[str(s.step), fmt_us(s.iteration_us), str(s.slowest_rank), fmt_us(s.fastest_us),
+          fmt_us(s.mean_us), fmt_us(s.median_us)] for s in c.per_step],
+        title="\nPer step (iteration_us: the slowest rank; mean, median over ranks)")
     return "\n".join([*lines, ranks, steps])
 
 

@@ -25,7 +25,12 @@ def run(opts: Any) -> Result:
     if out.exists() and not opts.force:
         raise ConfigError(f"{out} exists; pass --force to replace it")
     ops = tuple(o.strip() for o in opts.ops.split(",") if o.strip()) if opts.ops else PROFILE_OPS
-    spec = ProfileSpec(nproc=opts.nproc, sizes_bytes=parse_sizes(opts.sizes), iters=opts.iters,
+    try:
+        groups = tuple(int(g) for g in opts.group_sizes.split(",") if g.strip())
+    except ValueError:
+        raise ConfigError(f"--group-sizes {opts.group_sizes!r}: use a comma list of integers, "
+                          "e.g. 2,4") from None
+    spec = ProfileSpec(nproc=opts.nproc, group_sizes=groups, sizes_bytes=parse_sizes(opts.sizes), iters=opts.iters,
                        warmup=opts.warmup, backend=opts.backend, ops=ops,
                        timeout_s=opts.timeout, progress=not opts.no_progress)
     profile = measure_comm_profile(spec)
@@ -39,7 +44,7 @@ def run(opts: Any) -> Result:
     for key in profile.ops:
         a, b = profile.fits[key]
         lines.append(f"  {key[0]:<15}{key[1]:>3} ranks  alpha {a:10.1f} us  "
-                     f"beta {b * 1e3:.4f} us/KB  ({1 / b / 1e3:.3f} GB/s)")
+                     f"beta {b * 1024:.4f} us/KB  ({1 / b / 1e3:.3f} GB/s)")
     data = {"output": str(path), **profile.to_json()}
     return Result("\n".join(lines), data)
 
@@ -58,6 +63,8 @@ COMMAND = Command(
     args=(
         arg("--nproc", type=int, default=2, help="processes to start (default 2)"),
         arg("--output", "-o", required=True, help="profile JSON to write"),
+        arg("--group-sizes", default="",
+            help="also measure sub-groups of these sizes (ranks 0..k-1), e.g. 2,4"),
         arg("--sizes", default="1KB..64MB",
             help="message sizes: LO..HI (x4 steps), LO..HIx2, or a list 1KB,1MB "
                  "(KB = 1024 bytes; default 1KB..64MB)"),

@@ -9,8 +9,9 @@ JSON files; one rank directory, a root of many, or a single file. Bad input ends
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 from echo_sim.load.byteprofile import load_byteprofile
 from echo_sim.load.discover import FORMATS, RankSource, discover
@@ -29,25 +30,28 @@ _LOADERS = {"echo": load_echo, "byteprofile": load_byteprofile, "kineto": load_k
 
 def _progress_wrapper(
     progress: bool | None, n_files: int, what: str
-) -> Callable[[Sequence[RankSource]], Iterable[RankSource]]:
+) -> Callable[[Iterable[Any]], Iterable[Any]]:
     show = progress if progress is not None else (
         n_files >= PROGRESS_MIN_FILES and sys.stderr.isatty())
     if not show:
         return iter
     from tqdm import tqdm
 
-    def wrap(sources: Sequence[RankSource]) -> Iterable[RankSource]:
-        return tqdm(sources, desc=f"loading {what}", unit="rank", file=sys.stderr,
-                    leave=False)
+    def wrap(items: Iterable[Any]) -> Iterable[Any]:
+        return tqdm(items, total=n_files, desc=f"loading {what}", unit="rank",
+                    file=sys.stderr, leave=False)
 
     return wrap
 
 
-def load_trace(path: str | Path, *, progress: bool | None = None) -> Trace:
+def load_trace(path: str | Path, *, progress: bool | None = None,
+               workers: int | None = None) -> Trace:
     """Load the trace at ``path`` (any format, any supported layout).
 
     ``progress``: show a tqdm bar on stderr while reading rank files; ``None`` shows one
     when stderr is a terminal and there are at least :data:`PROGRESS_MIN_FILES` files.
+    ``workers``: processes that parse echo rank files in parallel; ``None`` picks one per
+    core (up to 8) for traces over 64 MiB, else 1.
 
     Raises :class:`~echo_sim.errors.TraceNotFoundError` (missing path, no trace),
     :class:`~echo_sim.errors.TraceFormatError` (unreadable, truncated, malformed, cyclic
@@ -55,6 +59,9 @@ def load_trace(path: str | Path, *, progress: bool | None = None) -> Trace:
     """
     fmt, sources = discover(path)
     wrap = _progress_wrapper(progress, len(sources), fmt)
-    trace = _LOADERS[fmt](sources, source=str(path), wrap=wrap)
+    if fmt == "echo":
+        trace = load_echo(sources, source=str(path), wrap=wrap, workers=workers)
+    else:
+        trace = _LOADERS[fmt](sources, source=str(path), wrap=wrap)
     raise_fatal(validate(trace, FATAL_RULES), str(path))
     return trace

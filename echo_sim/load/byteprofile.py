@@ -106,6 +106,10 @@ class _Op:
     deps: tuple[str, ...]
 
 
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and bool(np.isfinite(v))
+
+
 def _parse_ops(f: Path, events: list[Any]) -> list[_Op]:
     ops = []
     for i, e in enumerate(events):
@@ -113,13 +117,15 @@ def _parse_ops(f: Path, events: list[Any]) -> list[_Op]:
             raise TraceFormatError(f"{f}: traceEvents[{i}] is not an object")
         if e.get("ph") != "X":
             continue
-        name, ts, dur = e.get("name"), e.get("ts"), e.get("dur", 0)
+        name: Any = e.get("name")
+        ts: Any = e.get("ts")
+        dur: Any = e.get("dur", 0)
         if not isinstance(name, str):
             raise TraceFormatError(f"{f}: traceEvents[{i}] has no string 'name'")
-        for key, v in (("ts", ts), ("dur", dur)):
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v:
-                raise TraceFormatError(f"{f}: traceEvents[{i}]: '{key}' is {v!r}, expected "
-                                       "a number")
+        if not (_is_number(ts) and _is_number(dur)):
+            key, v = ("ts", ts) if not _is_number(ts) else ("dur", dur)
+            raise TraceFormatError(f"{f}: traceEvents[{i}]: '{key}' is {v!r}, expected a "
+                                   "finite number")
         args = e.get("args") or {}
         if not isinstance(args, dict):
             raise TraceFormatError(f"{f}: traceEvents[{i}]: 'args' is not an object")
@@ -177,7 +183,7 @@ def _deps_dag(ops: list[_Op]) -> nx.DiGraph | None:
 
 
 def load_byteprofile(sources: Sequence[RankSource], *, source: str = "",
-                     wrap: Callable[[Sequence[RankSource]], Iterable[RankSource]] = iter,
+                     wrap: Callable[[Iterable[Any]], Iterable[Any]] = iter,
                      ) -> Trace:
     """Read ByteProfile/dPRO rank directories; global rank = order of the directories."""
     per_rank: list[tuple[RankSource, list[_Op]]] = []

@@ -328,7 +328,7 @@ def _add_comm(b: TraceBuilder, r: _Rank, comm: list[_Ev], kind: str,
 
 
 def load_kineto(sources: Sequence[RankSource], *, source: str = "",
-                wrap: Callable[[Sequence[RankSource]], Iterable[RankSource]] = iter) -> Trace:
+                wrap: Callable[[Iterable[Any]], Iterable[Any]] = iter) -> Trace:
     """Read one profiler JSON per rank into one :class:`Trace`."""
     ranks: list[_Rank] = []
     for index, src in enumerate(wrap(sources)):

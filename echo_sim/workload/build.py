@@ -264,6 +264,17 @@ def _prepare(sp: StagePlan, phase: str, t: np.ndarray) -> _Prepared:
     return prep
 
 
+@dataclass
+class _RankCtx:
+    """Per simulated rank state while its schedule is emitted."""
+
+    d: int
+    t: int
+    s: int
+    chan_last: dict[str, int] = field(default_factory=dict)
+    update_waits: list[int] = field(default_factory=list)
+
+
 def _active(h: CommHook, mb: int, m: int) -> bool:
     return h.when == "all" or (h.when == "first" and mb == 0) or (h.when == "last" and mb == m - 1)
 
@@ -330,6 +341,35 @@ def build_graph(plan: Plan, layout: Layout, comm: Any, *,
                 comm_tasks[x].append(tk)
         return tk
 
+    def make(ctx: _RankCtx, hooks: list[CommHook], hi: int, issuer: int, vs: int, phase: str,
+             mb: int, created: dict[int, int]) -> int:
+        h = hooks[hi]
+        grp = group(h.group, ctx.d, ctx.t, ctx.s)
+        key = (vs, phase, hi, mb, grp[0])
+        ct = pending.get(key)
+        if ct is None:
+            members = [x for x in grp if x in sim_set]
+            rs = [res(x, h.channel) for x in members]
+            if link_contention:
+                rs += [g.resource(name) for name in comm.links(list(grp))]
+            dur = comm.time_us(h.collective, h.nbytes, list(grp))
+            ct = pending[key] = task(dur, tuple(rs), label=("comm", vs, hi, mb))
+            comm_info[ct] = (h.name, h.collective, h.nbytes, grp)
+            for x in members:
+                comm_tasks[x].append(ct)
+        edge(issuer, ct)
+        if h.after >= 0 and h.after in created:
+            edge(created[h.after], ct)
+        if h.chain:
+            last = ctx.chan_last.get(h.channel)
+            if last is not None:
+                edge(last, ct)
+            ctx.chan_last[h.channel] = ct
+        if h.wait == -1:
+            ctx.update_waits.append(ct)
+        created[hi] = ct
+        return ct
+
     for d, t, s in sim:
         r = L.rank(d, t, s)
         stage_of[r] = s
@@ -338,47 +378,16 @@ def build_graph(plan: Plan, layout: Layout, comm: Any, *,
         compute_tasks[r] = ctasks
         prev = task(plan.pre_us, (comp,), label=("pre", r))
         ctasks.append(prev)
-        update_waits: list[int] = []
-        chan_last: dict[str, int] = {}
+        ctx = _RankCtx(d, t, s)
         for phase, c, mb in acts[s]:
             vs = c * P + s
             prep = prepared[vs][phase]
             hooks = prep.hooks
             created: dict[int, int] = {}
 
-            def make(hi: int, issuer: int, *, _vs: int = vs, _phase: str = phase,
-                     _mb: int = mb, _created: dict[int, int] = created,
-                     _hooks: list[CommHook] = hooks) -> int:
-                h = _hooks[hi]
-                grp = group(h.group, d, t, s)
-                key = (_vs, _phase, hi, _mb, grp[0])
-                ct = pending.get(key)
-                if ct is None:
-                    members = [x for x in grp if x in sim_set]
-                    rs = [res(x, h.channel) for x in members]
-                    if link_contention:
-                        rs += [g.resource(name) for name in comm.links(list(grp))]
-                    dur = comm.time_us(h.collective, h.nbytes, list(grp))
-                    ct = pending[key] = task(dur, tuple(rs), label=("comm", _vs, hi, _mb))
-                    comm_info[ct] = (h.name, h.collective, h.nbytes, grp)
-                    for x in members:
-                        comm_tasks[x].append(ct)
-                edge(issuer, ct)
-                if h.after >= 0 and h.after in _created:
-                    edge(_created[h.after], ct)
-                if h.chain:
-                    last = chan_last.get(h.channel)
-                    if last is not None:
-                        edge(last, ct)
-                    chan_last[h.channel] = ct
-                if h.wait == -1:
-                    update_waits.append(ct)
-                _created[hi] = ct
-                return ct
-
             for hi in prep.at_start:
                 if _active(hooks[hi], mb, m):
-                    blk = make(hi, prev)
+                    blk = make(ctx, hooks, hi, prev, vs, phase, mb, created)
                     if hooks[hi].wait == -2:
                         prev = blk
             entry = -1
@@ -400,7 +409,7 @@ def build_graph(plan: Plan, layout: Layout, comm: Any, *,
                 prev = tk
                 for hi in prep.after.get(oi, ()):
                     if _active(hooks[hi], mb, m):
-                        ct = make(hi, tk)
+                        ct = make(ctx, hooks, hi, tk, vs, phase, mb, created)
                         if hooks[hi].wait == -2:
                             prev = ct
             if phase == "B":
@@ -412,7 +421,7 @@ def build_graph(plan: Plan, layout: Layout, comm: Any, *,
         upd = task(plan.update_us[s], (comp,), label=("update", r))
         ctasks.append(upd)
         edge(prev, upd)
-        for w in update_waits:
+        for w in ctx.update_waits:
             edge(w, upd)
         post = task(plan.post_us, (comp,), label=("post", r))
         ctasks.append(post)

@@ -306,9 +306,12 @@ def extract_workload(trace: Trace, *, rank: int | None = None) -> Workload:
     pre = float(np.median([p[1] for p in used]))
     post = float(np.median([p[2] for p in used]))
     step_us = float(np.median([p[3] for p in used]))
-    # Rescale so that the sum of medians equals the median step (medians do not add).
+    # Rescale so that the sum of medians equals the median of the per-step sums (medians
+    # do not add); per-step sums leave out the gaps spent waiting on communication.
+    explained = float(np.median([sum(o["dur_us"] + o["gap_us"] for o in p[0]) + p[1] + p[2]
+                                 for p in used]))
     total = float(dur.sum() + gap.sum()) + pre + post
-    scale = step_us / total if total > 0 and np.isfinite(step_us) and step_us > 0 else 1.0
+    scale = explained / total if total > 0 and explained > 0 else 1.0
     fw_index: dict[str, int] = {}
     fw_info: dict[str, dict[str, Any]] = {}
     for i, o in enumerate(base):
@@ -336,8 +339,8 @@ def extract_workload(trace: Trace, *, rank: int | None = None) -> Workload:
             fw=fw_index.get(mod, -1) if phase == "B" else -1,
         ))
     ops = _mark_inner(ops)
-    info = trace.ranks.get(rank)
-    meta: dict[str, Any] = dict(info.meta) if info is not None else {}
+    rinfo = trace.ranks.get(rank)
+    meta: dict[str, Any] = dict(rinfo.meta) if rinfo is not None else {}
     params = tuple((str(p.get("name", "")), int(p.get("bytes", 0)), str(p.get("dtype", "")))
                    for p in meta.get("params") or [])
     if not params:
@@ -352,7 +355,7 @@ def extract_workload(trace: Trace, *, rank: int | None = None) -> Workload:
     return Workload(
         ops=tuple(ops), micro_batch=int(mb) if mb else None, step_time_us=step_us * 1.0,
         pre_us=pre * scale, post_us=post * scale, params=params, dtype=dtype,
-        device=str(meta.get("device", info.device if info else "cpu")),
+        device=str(meta.get("device", rinfo.device if rinfo else "cpu")),
         device_name=str(meta.get("device_name", "")),
         model=_model_info(meta, ops, int(mb) if mb else None), buckets=buckets,
         peak_memory_bytes=peak, peak_memory_kind=peak_kind, rank=rank, steps_used=len(used),
