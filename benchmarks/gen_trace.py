@@ -83,9 +83,9 @@ def generate(out: str | Path, *, ranks: int = 64, events: int = 1_000_000, steps
     layers = (per_step - buckets - 2) // 2  # FW + BW per layer, buckets, UPDATE, STEP
     rng = np.random.default_rng(seed)
     table = _layer_table(layers, rng)
-    per_bucket = -(-layers // buckets)
-    bucket_layers = [list(range(layers))[::-1][k * per_bucket:(k + 1) * per_bucket]
-                     for k in range(buckets)]
+    # DDP buckets gradients in reverse layer order; spread layers evenly over the buckets
+    bucket_layers = [[int(i) for i in a]
+                     for a in np.array_split(np.arange(layers)[::-1], buckets)]
     params = [[f"{table[i]['module']}.weight" for i in b if table[i]["param_bytes"]]
               for b in bucket_layers]
     bucket_bytes = [sum(int(table[i]["param_bytes"]) for i in b) for b in bucket_layers]
@@ -93,22 +93,26 @@ def generate(out: str | Path, *, ranks: int = 64, events: int = 1_000_000, steps
     total = 0
     # the collective ends at the same time on every rank: the slowest issuer plus transfer
     xfer_us = [max(20.0, nb / 10e3) for nb in bucket_bytes]  # ~10 GB/s bus bandwidth
-    step_len = sum(t["fw_us"] * 3.3 for t in table) + 2000.0
-    issue = np.zeros((ranks, steps, buckets))
     jitter = rng.uniform(0.9, 1.1, (ranks, steps))
-    for r in range(ranks):
-        for s in range(steps):
-            t = T0_US + s * step_len * 1.3 + float(rng.uniform(0, 50))
-            t += sum(x["fw_us"] for x in table) * jitter[r, s] * 1.1
-            for k, b in enumerate(bucket_layers):
-                t += sum(table[i]["fw_us"] * 2 * jitter[r, s] + 2.0 for i in b)
-                issue[r, s, k] = t
+    start = np.zeros((ranks, steps))
+    issue = np.zeros((ranks, steps, buckets))
     ready = np.zeros((steps, buckets))
-    for s in range(steps):
-        prev = 0.0
+    after_bw = np.zeros((ranks, steps))
+    prev_end = T0_US + rng.uniform(0, 50, ranks)
+    for s in range(steps):  # timing first: a collective ends when its slowest member issued
+        for r in range(ranks):
+            j = float(jitter[r, s])
+            start[r, s] = t = float(prev_end[r]) + 20.0
+            t += sum(x["fw_us"] * j * 1.1 for x in table[1:]) + table[0]["fw_us"] * j
+            for k, b in enumerate(bucket_layers):
+                t += sum(table[i]["fw_us"] * 2 * j + 2.0 for i in b)
+                issue[r, s, k] = t
+            after_bw[r, s] = t
+        last = 0.0
         for k in range(buckets):
-            prev = max(prev, float(issue[:, s, k].max())) + xfer_us[k]
-            ready[s, k] = prev
+            last = max(last, float(issue[:, s, k].max())) + xfer_us[k]
+            ready[s, k] = last
+        prev_end = np.maximum(after_bw[:, s], ready[s, -1]) + 5.0 + 300.0 * jitter[:, s] + 10.0
     for r in range(ranks):
         d = out / f"{r // 8}_{r % 8}"
         d.mkdir(parents=True, exist_ok=True)
@@ -122,16 +126,16 @@ def generate(out: str | Path, *, ranks: int = 64, events: int = 1_000_000, steps
         for s in range(steps):
             step = s + 2
             j = float(jitter[r, s])
-            t = T0_US + s * step_len * 1.3 + float(rng.uniform(0, 50))
-            start = t
+            t = t0 = float(start[r, s])
             seq_nodes: list[tuple[str, str, float, int]] = []
 
             def x(name: str, cat: str, ts: float, dur: float, tid: int = 0,
+                  _evs: list[dict[str, Any]] = evs, _r: int = r, _step: int = step,
                   **args: Any) -> None:
-                a = {"step": step, "occ": 0}
+                a = {"step": _step, "occ": 0}
                 a.update({k: v for k, v in args.items() if v is not None})
-                evs.append({"ph": "X", "name": name, "cat": cat, "ts": round(ts, 3),
-                            "dur": round(dur, 3), "pid": r, "tid": tid, "args": a})
+                _evs.append({"ph": "X", "name": name, "cat": cat, "ts": round(ts, 3),
+                             "dur": round(dur, 3), "pid": _r, "tid": tid, "args": a})
 
             for i, lay in enumerate(table):
                 dur = lay["fw_us"] * j
@@ -159,11 +163,11 @@ def generate(out: str | Path, *, ranks: int = 64, events: int = 1_000_000, steps
             up = max(t, float(ready[s, -1])) + 5.0
             x("UPDATE.AdamW", "UPDATE", up, 300.0 * j, param_bytes=sum(bucket_bytes))
             end = up + 300.0 * j + 10.0
-            x("STEP", "step", start, end - start, tid=1, peak_rss_bytes=4_000_000_000 + r)
-            for m in np.arange(start, end, 10_000.0):
+            x("STEP", "step", t0, end - t0, tid=1, peak_rss_bytes=4_000_000_000 + r)
+            for m in np.arange(t0, end, 10_000.0):
                 evs.append({"ph": "C", "name": "memory", "pid": r, "tid": 0,
                             "ts": round(float(m), 3),
-                            "args": {"rss_bytes": 3_000_000_000 + int(m - start)}})
+                            "args": {"rss_bytes": 3_000_000_000 + int(m - t0)}})
             if s == steps - 1:
                 nodes = seq_nodes + [(f"Comm.bucket{k}", "Comm", 0.0, step)
                                      for k in range(buckets)]

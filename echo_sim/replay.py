@@ -55,6 +55,7 @@ from echo_sim.graph import (
 from echo_sim.trace.model import COLLECTIVES, Cat, Trace
 
 __all__ = [
+    "DURATIONS",
     "TASK_COMPUTE",
     "TASK_FINISH",
     "TASK_INSTANCE",
@@ -66,6 +67,8 @@ __all__ = [
 ]
 
 TASK_COMPUTE, TASK_ISSUE, TASK_INSTANCE, TASK_FINISH = 0, 1, 2, 3
+DURATIONS: tuple[str, ...] = ("measured", "mean", "median")
+"""Where replayed durations come from (see :func:`replay`)."""
 _SEND, _RECV = COLLECTIVES.index("send"), COLLECTIVES.index("recv")
 
 
@@ -132,6 +135,7 @@ class ReplayResult:
     row_start_us: np.ndarray  # per trace row: replayed start on the trace clock (nan: not replayed)
     row_end_us: np.ndarray
     per_step: list[dict[str, Any]] = field(default_factory=list)
+    durations: str = "measured"
 
     @property
     def measured_iteration_time_us(self) -> float:
@@ -147,6 +151,22 @@ class ReplayResult:
         return 100.0 * (self.replayed_iteration_time_us - m) / m if m > 0 else float("nan")
 
     @property
+    def measured_mean_iteration_time_us(self) -> float:
+        vals = [s["measured_us"] for s in self.per_step]
+        return float(np.mean(vals)) if vals else float("nan")
+
+    @property
+    def replayed_mean_iteration_time_us(self) -> float:
+        vals = [s["replayed_us"] for s in self.per_step]
+        return float(np.mean(vals)) if vals else float("nan")
+
+    @property
+    def mean_error_pct(self) -> float:
+        """Replayed vs measured *mean* iteration time (the figure for mean durations)."""
+        m = self.measured_mean_iteration_time_us
+        return 100.0 * (self.replayed_mean_iteration_time_us - m) / m if m > 0 else float("nan")
+
+    @property
     def median_abs_step_error_pct(self) -> float:
         return _median([abs(s["error_pct"]) for s in self.per_step])
 
@@ -159,8 +179,12 @@ class ReplayResult:
             "measured_iteration_time_us": _r(self.measured_iteration_time_us),
             "error_pct": _r(self.error_pct),
             "median_abs_step_error_pct": _r(self.median_abs_step_error_pct),
+            "measured_mean_iteration_time_us": _r(self.measured_mean_iteration_time_us),
+            "replayed_mean_iteration_time_us": _r(self.replayed_mean_iteration_time_us),
+            "mean_error_pct": _r(self.mean_error_pct),
             "steps": [{k: _r(v) for k, v in s.items()} for s in self.per_step],
             "scale": [f"{r.glob}={r.factor:g}" for r in self.rules],
+            "durations": self.durations,
             "ranks": sorted(int(r) for r in np.unique(self.trace.events.rank)),
             "num_tasks": len(self.graph),
             "num_events": int(self.deps.compute.size + self.deps.comm.size),
@@ -173,7 +197,7 @@ class ReplayResult:
         lines = [
             f"replay of {self.deps.compute.size + self.deps.comm.size} events "
             f"({self.deps.n_inst} comm instances) on {len(np.unique(self.trace.events.rank))} "
-            f"rank(s), steps {self.deps.steps}"
+            f"rank(s), steps {self.deps.steps}, {self.durations} durations"
             + (f", scale {' '.join(f'{r.glob}={r.factor:g}' for r in self.rules)}"
                if self.rules else ""),
             f"{'step':>8} {'measured ms':>12} {'replayed ms':>12} {'error':>8}",
@@ -183,6 +207,9 @@ class ReplayResult:
                          f"{s['replayed_us'] / 1e3:>12.3f} {s['error_pct']:>+7.2f}%")
         lines.append(f"{'median':>8} {self.measured_iteration_time_us / 1e3:>12.3f} "
                      f"{self.replayed_iteration_time_us / 1e3:>12.3f} {self.error_pct:>+7.2f}%")
+        lines.append(f"{'mean':>8} {self.measured_mean_iteration_time_us / 1e3:>12.3f} "
+                     f"{self.replayed_mean_iteration_time_us / 1e3:>12.3f} "
+                     f"{self.mean_error_pct:>+7.2f}%")
         if self.deps.n_unmatched:
             lines.append(f"warning: {self.deps.n_unmatched} communication operation(s) without "
                          f"all their members, e.g. {self.deps.unmatched[0]}")
@@ -209,8 +236,18 @@ def _r(v: Any) -> Any:
 
 # --------------------------------------------------------------------------- build
 def replay(trace: Trace, *, scale: Sequence[str] | Sequence[ScaleRule] = (),
-           steps: Sequence[int] | None = None) -> ReplayResult:
-    """Replay the selected steps (all by default) of ``trace``; see the module doc."""
+           steps: Sequence[int] | None = None, durations: str = "measured") -> ReplayResult:
+    """Replay the selected steps (all by default) of ``trace``; see the module doc.
+
+    ``durations``: ``"measured"`` gives every event its own step's measurement;
+    ``"mean"`` / ``"median"`` give it the mean / median over the selected steps of the
+    same (rank, name, occurrence) — op time, host delay, transfer, completion lag — so
+    every step replays the typical iteration, as dPRO's replayer does with averaged
+    durations. Means add up (the mean iteration of a chain is the sum of mean op times);
+    medians of right-skewed op times add up to less than the median iteration.
+    """
+    if durations not in DURATIONS:
+        raise ConfigError(f"--durations {durations!r}: choose one of {', '.join(DURATIONS)}")
     rules = tuple(r if isinstance(r, ScaleRule) else parse_scale([r])[0] for r in scale)
     factors = _name_factors(trace, rules)
     deps = build_deps(trace, steps, wait_edges=True)
@@ -243,8 +280,15 @@ def replay(trace: Trace, *, scale: Sequence[str] | Sequence[ScaleRule] = (),
     release = np.where(has_pred, 0.0, ev.ts_us[rows] - t0)
 
     inst_dur, inst_row, inst_ts, lag = _instance_durations(trace, comm, inst, ni, end)
+    comp_dur = ev.dur_us[comp]
+    if durations != "measured":
+        ident = _identity(trace, rows)
+        gap = _by_key(ident, gap, durations)
+        comp_dur = _by_key(ident[:nc], comp_dur, durations)
+        lag = _by_key(ident[nc:], lag, durations)
+        inst_dur = _by_key(_identity(trace, inst_row), inst_dur, durations)
     comm_factor = factors[ev.name[comm]]
-    op = np.concatenate([ev.dur_us[comp] * factors[ev.name[comp]], np.zeros(nm),
+    op = np.concatenate([comp_dur * factors[ev.name[comp]], np.zeros(nm),
                          inst_dur * factors[ev.name[inst_row]], lag * comm_factor])
     delay = np.concatenate([gap, np.zeros(ni + nm)])
     dur = op + delay
@@ -279,9 +323,34 @@ def replay(trace: Trace, *, scale: Sequence[str] | Sequence[ScaleRule] = (),
     row_start[comm] = e[nc:nc + nm]  # a Comm slice starts when its rank issues it
     row_end[comm] = e[fin0:]
     result = ReplayResult(trace, deps, g, schedule, rules, t0, kinds, task_row, delay,
-                          row_start, row_end)
+                          row_start, row_end, durations=durations)
     result.per_step = _per_step(trace, deps, row_start, row_end)
     return result
+
+
+def _identity(trace: Trace, rows: np.ndarray) -> np.ndarray:
+    """One int64 per row for (rank, name, occ): the same event in every step."""
+    ev = trace.events
+    occ = ev.occ[rows].astype(np.int64)
+    span = int(occ.max()) + 1 if occ.size else 1
+    return ((ev.rank[rows].astype(np.int64) * (len(trace.names) + 1)
+             + ev.name[rows].astype(np.int64)) * span + occ)
+
+
+def _by_key(key: np.ndarray, values: np.ndarray, how: str) -> np.ndarray:
+    """Each value replaced by the mean or median of the values sharing its key."""
+    if key.size == 0:
+        return values
+    _, inv = np.unique(key, return_inverse=True)
+    inv = inv.reshape(-1)
+    counts = np.bincount(inv)
+    if how == "mean":
+        return (np.bincount(inv, weights=values) / counts)[inv]
+    order = np.lexsort((values, inv))
+    v = values[order]
+    starts = np.cumsum(counts) - counts
+    med = 0.5 * (v[starts + (counts - 1) // 2] + v[starts + counts // 2])
+    return med[inv]
 
 
 def _replay_edges(trace: Trace, deps: Deps, end: np.ndarray,

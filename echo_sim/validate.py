@@ -39,7 +39,15 @@ __all__ = [
 ]
 
 MAX_EXAMPLES = 5
-_EPS_US = 1e-3  # timestamps carry 3 decimals: closer than this counts as touching
+
+
+def _tolerance_us(ts: np.ndarray) -> float:
+    """Slack (us) for "touching" slices: files carry 3 decimals, but Unix-epoch microseconds
+    (~1.8e15) in float64 are exact only to 0.25 us, so allow 4 ulps of the largest time
+    (the same rule as :func:`echo_sim.graph.time_tolerance_us`)."""
+    finite = ts[np.isfinite(ts)]
+    big = float(np.abs(finite).max()) if finite.size else 0.0
+    return 0.01 + 4.0 * float(np.spacing(big))
 
 
 @dataclass(frozen=True)
@@ -116,7 +124,8 @@ def check_overlaps(trace: Trace) -> list[Violation]:
     prev = np.empty(order.size)
     prev[1:] = (np.maximum.accumulate(end + lift) - lift)[:-1]
     prev[new_track] = -np.inf
-    bad = (ts < prev - _EPS_US) & (end > prev + _EPS_US)
+    eps = _tolerance_us(ev.ts_us)
+    bad = (ts < prev - eps) & (end > prev + eps)
     rows = order[np.flatnonzero(bad)]
     items = [(f"{_label(trace, int(r))} partially overlaps an earlier slice on track "
               f"tid {int(ev.tid[r])}", int(ev.rank[r]), int(r)) for r in rows[:MAX_EXAMPLES]]

@@ -123,14 +123,16 @@ class Capture:
     def step(self) -> None:
         """Mark the end of an iteration; from the first call on, optimizer steps no longer
         count."""
-        if not self._started or self._finished or self._stopped:
+        if not self._started or self._stopped:
             return
         try:
             self._user_steps += 1
-            if self._step_source != "user":
-                self._step_source = "user"
+            self._step_source = "user"
             if self._user_steps > self._count:
-                self._advance(self._user_steps)
+                if self._finished:
+                    self._count = self._user_steps
+                else:
+                    self._advance(self._user_steps)
         except Exception as e:  # noqa: BLE001
             self.rec.fail("cap.step", e)
 
@@ -253,11 +255,11 @@ class Capture:
             from echo_trace.memory import MemorySampler
             from echo_trace.modules import ModuleTracer
 
-            self._modules = ModuleTracer(rec, self._timer, depth=self.config.depth,
-                                         root=self.model, on_module=self._on_module)
-            self._comm = self._make_comm()
+            self._comm = self._make_comm()  # before the tracer: model= may be a DDP
             if self._comm is not None:
                 self._comm.install()
+            self._modules = ModuleTracer(rec, self._timer, depth=self.config.depth,
+                                         root=self.model, on_module=self._on_module)
             self._memory = MemorySampler(rec, interval_ms=self.config.memory_interval_ms,
                                          cuda_device=self._cuda_index)
             self._install_signal()
@@ -430,9 +432,8 @@ class Capture:
             if step is None and self._steps == [] and events:
                 step = max((e["args"]["step"] for e in events if e.get("ph") == "X"),
                            default=None)
-            gml = None
-            if step is not None:
-                gml = dag_mod.dag_gml(dag_mod.build_step_dag(events, step))
+            # no recorded step (e.g. a tiny buffer): a graph holding only the sink
+            gml = dag_mod.dag_gml(dag_mod.build_step_dag(events, -1 if step is None else step))
             meta = self.meta()
             meta["dag_step"] = step
             assert self._clock is not None

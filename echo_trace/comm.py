@@ -75,7 +75,8 @@ class CommTracer:
         self._seq: dict[tuple[int, ...], int] = {}
         self._p2p_seq: dict[tuple[int, int], int] = {}
         self._pending_works: dict[int, tuple[Any, list[CommToken]]] = {}  # id(Work) -> tokens
-        self.pending_tensors: dict[int, CommToken] = {}  # storage data_ptr -> functional op
+        # functional collectives awaiting wait_tensor: storage data_ptr -> (token, weakref)
+        self.pending_tensors: dict[int, tuple[CommToken, Any]] = {}
         self.buckets: dict[tuple[int, int], dict[str, Any]] = {}  # (ddp no, index) -> meta
         self.ddp_count = 0
         self._warned: set[str] = set()
@@ -110,12 +111,14 @@ class CommTracer:
                 if getattr(owner, attr, None) is wrapper:
                     setattr(owner, attr, original)
                 else:  # someone patched over us: leave theirs; ours is now a passthrough
-                    self.warn_once(f"repatched {attr}",
-                                   f"echo_trace: {attr} was replaced by someone else while "
-                                   "capture was installed; leaving it in place")
+                    self.warn_once(
+                        f"repatched {attr}",
+                        f"echo_trace: {attr} was replaced by someone else while "
+                        "capture was installed; leaving it in place",
+                    )
         with self._lock:
             tokens = [t for _, toks in self._pending_works.values() for t in toks]
-            tokens += list(self.pending_tensors.values())
+            tokens += [tok for tok, _ in self.pending_tensors.values()]
             self._pending_works.clear()
             self.pending_tensors.clear()
         for tok in tokens:
@@ -234,6 +237,7 @@ class CommTracer:
         except RuntimeError:  # "Work::getFuture not implemented" (gloo point-to-point)
             fut = None
         if fut is not None:
+
             def _done(_f: Any, tokens: list[CommToken] = tokens) -> None:
                 for tok in tokens:
                     self.end(tok)

@@ -50,28 +50,43 @@ def _times_group(name: str) -> Describe:
 
 COLLECTIVE_SPECS: dict[str, tuple[str, Describe]] = {
     "all_reduce": ("all_reduce", _one("tensor")),
-    "all_gather": ("all_gather", lambda g, n: (_sum_bytes(g("tensor_list", None)),
-                                               g("tensor", None))),
-    "all_gather_single": ("all_gather", lambda g, n: (tensor_nbytes(g("output_tensor", None)),
-                                                      g("input_tensor", None))),
-    "all_gather_into_tensor": ("all_gather", lambda g, n: (
-        tensor_nbytes(g("output_tensor", None)), g("input_tensor", None))),
-    "reduce_scatter": ("reduce_scatter", lambda g, n: (_sum_bytes(g("input_list", None)),
-                                                       g("output", None))),
+    "all_gather": (
+        "all_gather",
+        lambda g, n: (_sum_bytes(g("tensor_list", None)), g("tensor", None)),
+    ),
+    "all_gather_single": (
+        "all_gather",
+        lambda g, n: (tensor_nbytes(g("output_tensor", None)), g("input_tensor", None)),
+    ),
+    "all_gather_into_tensor": (
+        "all_gather",
+        lambda g, n: (tensor_nbytes(g("output_tensor", None)), g("input_tensor", None)),
+    ),
+    "reduce_scatter": (
+        "reduce_scatter",
+        lambda g, n: (_sum_bytes(g("input_list", None)), g("output", None)),
+    ),
     "reduce_scatter_single": ("reduce_scatter", _one("input")),
     "reduce_scatter_tensor": ("reduce_scatter", _one("input")),
     "broadcast": ("broadcast", _one("tensor")),
     "reduce": ("reduce", _one("tensor")),
-    "all_to_all": ("all_to_all", lambda g, n: (_sum_bytes(g("input_tensor_list", None)),
-                                               _first(g("input_tensor_list", None)))),
+    "all_to_all": (
+        "all_to_all",
+        lambda g, n: (
+            _sum_bytes(g("input_tensor_list", None)),
+            _first(g("input_tensor_list", None)),
+        ),
+    ),
     "all_to_all_single": ("all_to_all", _one("input")),
     "gather": ("gather", _times_group("tensor")),
     "scatter": ("scatter", _times_group("tensor")),
     "barrier": ("barrier", lambda g, n: (0, None)),
 }
 P2P_KINDS: dict[str, tuple[str, bool]] = {  # function -> (collective, async)
-    "send": ("send", False), "recv": ("recv", False),
-    "isend": ("send", True), "irecv": ("recv", True),
+    "send": ("send", False),
+    "recv": ("recv", False),
+    "isend": ("send", True),
+    "irecv": ("recv", True),
 }
 
 
@@ -113,8 +128,15 @@ def install(tracer: CommTracer) -> None:
     tracer.patch(c10d.Work, "wait", lambda orig: _wait_wrapper(tracer, orig))
 
 
-def _call(tracer: CommTracer, fn_name: str, orig: Callable[..., Any], tokens: list[CommToken],
-          is_async: bool, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def _call(
+    tracer: CommTracer,
+    fn_name: str,
+    orig: Callable[..., Any],
+    tokens: list[CommToken],
+    is_async: bool,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> Any:
     """Run the user's call once with nested wrappers silenced; close ``tokens`` at completion."""
     tracer.tls.busy = True
     try:
@@ -137,8 +159,9 @@ def _call(tracer: CommTracer, fn_name: str, orig: Callable[..., Any], tokens: li
     return out
 
 
-def _collective_wrapper(tracer: CommTracer, fn_name: str, spec: tuple[str, Describe],
-                        orig: Callable[..., Any]) -> Callable[..., Any]:
+def _collective_wrapper(
+    tracer: CommTracer, fn_name: str, spec: tuple[str, Describe], orig: Callable[..., Any]
+) -> Callable[..., Any]:
     collective, describe = spec
     index = param_index(orig)
     rec = tracer.rec
@@ -154,9 +177,19 @@ def _collective_wrapper(tracer: CommTracer, fn_name: str, spec: tuple[str, Descr
             ranks = tracer.group_ranks(get("group", None))
             if tracer.rank in ranks:  # non-members return at once and are not recorded
                 nbytes, dtensor = describe(get, len(ranks))
-                tokens.append(tracer.begin(collective, {
-                    "bytes": nbytes, "dtype": dtype_name(dtensor), "group_ranks": list(ranks),
-                    "seq": tracer.next_seq(ranks), "path": "c10d", "async": is_async}))
+                tokens.append(
+                    tracer.begin(
+                        collective,
+                        {
+                            "bytes": nbytes,
+                            "dtype": dtype_name(dtensor),
+                            "group_ranks": list(ranks),
+                            "seq": tracer.next_seq(ranks),
+                            "path": "c10d",
+                            "async": is_async,
+                        },
+                    )
+                )
         except Exception as e:  # noqa: BLE001 - never raise into the job
             rec.fail(f"comm {fn_name}", e)
         return _call(tracer, fn_name, orig, tokens, is_async, args, kwargs)
@@ -178,8 +211,9 @@ def _global_peer(group: Any, peer: Any, group_peer: Any) -> int | None:
     return int(dist.get_global_rank(pg, int(group_peer)))
 
 
-def p2p_args(tracer: CommTracer, collective: str, tensor: Any, group: Any, peer: int | None,
-             is_async: bool) -> dict[str, Any] | None:
+def p2p_args(
+    tracer: CommTracer, collective: str, tensor: Any, group: Any, peer: int | None, is_async: bool
+) -> dict[str, Any] | None:
     """Args of one send/recv, advancing the (src, dst) counter; None if not a group member."""
     ranks = tracer.group_ranks(group)
     me = tracer.rank
@@ -187,20 +221,29 @@ def p2p_args(tracer: CommTracer, collective: str, tensor: Any, group: Any, peer:
         return None
     seq = None
     if peer is not None:
-        seq = tracer.next_p2p_seq(me, peer) if collective == "send" else \
-            tracer.next_p2p_seq(peer, me)
-    return {"bytes": tensor_nbytes(tensor), "dtype": dtype_name(tensor),
-            "group_ranks": list(ranks), "seq": seq, "peer": peer, "path": "c10d",
-            "async": is_async}
+        seq = (
+            tracer.next_p2p_seq(me, peer) if collective == "send" else tracer.next_p2p_seq(peer, me)
+        )
+    return {
+        "bytes": tensor_nbytes(tensor),
+        "dtype": dtype_name(tensor),
+        "group_ranks": list(ranks),
+        "seq": seq,
+        "peer": peer,
+        "path": "c10d",
+        "async": is_async,
+    }
 
 
-def _p2p_wrapper(tracer: CommTracer, fn_name: str, kind: tuple[str, bool],
-                 orig: Callable[..., Any]) -> Callable[..., Any]:
+def _p2p_wrapper(
+    tracer: CommTracer, fn_name: str, kind: tuple[str, bool], orig: Callable[..., Any]
+) -> Callable[..., Any]:
     collective, is_async = kind
     index = param_index(orig)
     rec = tracer.rec
-    peer_arg, group_peer_arg = ("dst", "group_dst") if collective == "send" else \
-        ("src", "group_src")
+    peer_arg, group_peer_arg = (
+        ("dst", "group_dst") if collective == "send" else ("src", "group_src")
+    )
     fix_isend = fn_name == "isend"
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -233,8 +276,11 @@ def _p2p_wrapper(tracer: CommTracer, fn_name: str, kind: tuple[str, bool],
     return wrapper
 
 
-def _batch_wrapper(tracer: CommTracer, orig: Callable[..., Any], c10d: Any,
-                   ) -> Callable[..., Any]:
+def _batch_wrapper(
+    tracer: CommTracer,
+    orig: Callable[..., Any],
+    c10d: Any,
+) -> Callable[..., Any]:
     rec = tracer.rec
 
     def batch_isend_irecv(p2p_op_list: Any) -> Any:
@@ -244,9 +290,12 @@ def _batch_wrapper(tracer: CommTracer, orig: Callable[..., Any], c10d: Any,
         # recognises a send by `op.op is isend` (the module global), so run it with the
         # original in place; P2POps built with our wrapper are then fixed by its group_src
         # translation (see _p2p_wrapper).
-        swap = orig_isend is not None and c10d.isend is not orig_isend and isinstance(
-            p2p_op_list, list) and any(getattr(op, "op", None) is orig_isend
-                                       for op in p2p_op_list)
+        swap = (
+            orig_isend is not None
+            and c10d.isend is not orig_isend
+            and isinstance(p2p_op_list, list)
+            and any(getattr(op, "op", None) is orig_isend for op in p2p_op_list)
+        )
         tokens: list[CommToken] = []
         if tracer.recording():
             with rec.guard("comm batch_isend_irecv"):

@@ -53,12 +53,19 @@ class DDPHookState:
         params = [self.names.get(id(p), "?") for p in bucket.parameters()]
         ranks = tracer.group_ranks(self.group)
         nbytes = tensor_nbytes(buf)
-        tracer.note_bucket((self.number, index),
-                           {"index": index, "bytes": nbytes, "params": params})
+        tracer.note_bucket(
+            (self.number, index), {"index": index, "bytes": nbytes, "params": params}
+        )
         return f"Comm.bucket{index}", {
-            "bytes": nbytes, "dtype": dtype_name(buf), "group_ranks": list(ranks),
-            "seq": tracer.next_seq(ranks), "path": "ddp", "bucket": index, "params": params,
-            "async": True}
+            "bytes": nbytes,
+            "dtype": dtype_name(buf),
+            "group_ranks": list(ranks),
+            "seq": tracer.next_seq(ranks),
+            "path": "ddp",
+            "bucket": index,
+            "params": params,
+            "async": True,
+        }
 
 
 def _make_hook(hs: DDPHookState) -> Callable[..., Any]:
@@ -111,12 +118,18 @@ def attach(tracer: CommTracer, ddp: Any) -> None:
     if not hasattr(ddp, "reducer") or not hasattr(ddp, "register_comm_hook"):
         return
     if getattr(ddp, "_use_python_reducer", False):
-        tracer.warn_once("ddp python reducer", "echo_trace: DDP with the Python reducer "
-                         "(compiled autograd) is not traced; its buckets are not recorded")
+        tracer.warn_once(
+            "ddp python reducer",
+            "echo_trace: DDP with the Python reducer "
+            "(compiled autograd) is not traced; its buckets are not recorded",
+        )
         return
     if getattr(ddp, "_comm_hooks", None):
-        tracer.warn_once("ddp user hook", "echo_trace: this DDP module already has a comm "
-                         "hook; its gradient buckets are not recorded")
+        tracer.warn_once(
+            "ddp user hook",
+            "echo_trace: this DDP module already has a comm "
+            "hook; its gradient buckets are not recorded",
+        )
         return
     tracer.ddp_count += 1
     hs = DDPHookState(tracer, ddp, tracer.ddp_count - 1)
@@ -128,8 +141,11 @@ def attach(tracer: CommTracer, ddp: Any) -> None:
     except RuntimeError as e:  # a built-in (C++) hook is already registered
         if isinstance(hooks, list):
             del hooks[n_hooks:]  # register_comm_hook appended ours before the reducer refused
-        tracer.warn_once("ddp builtin hook", f"echo_trace: cannot add a comm hook to this DDP "
-                         f"module ({e}); its gradient buckets are not recorded")
+        tracer.warn_once(
+            "ddp builtin hook",
+            f"echo_trace: cannot add a comm hook to this DDP "
+            f"module ({e}); its gradient buckets are not recorded",
+        )
         return
     object.__setattr__(ddp, HOOK_ATTR, hs)
     object.__setattr__(ddp, "register_comm_hook", _make_register(ddp, hs))
@@ -139,8 +155,9 @@ def _make_register(ddp: Any, hs: DDPHookState) -> Callable[[object, Callable[...
     def register_comm_hook(state: object, hook: Callable[..., Any]) -> None:
         """DDP's ``register_comm_hook``, delegated to from echo_trace's recording hook."""
         if hs.user is not None:
-            raise RuntimeError("register_comm_hook or register_builtin_comm_hook can only be "
-                               "called once.")
+            raise RuntimeError(
+                "register_comm_hook or register_builtin_comm_hook can only be called once."
+            )
         ddp._check_comm_hook(hook)
         hs.user = (state, hook)
         if isinstance(getattr(ddp, "_comm_hooks", None), list):

@@ -47,19 +47,34 @@ def _first(ts: Any) -> Any:
 FUNCOL_SPECS: dict[str, tuple[str, str, Describe]] = {  # fn -> (collective, input arg, bytes)
     "broadcast": ("broadcast", "self", lambda g, n: (tensor_nbytes(g("self", None)), 0)),
     "all_reduce": ("all_reduce", "self", lambda g, n: (tensor_nbytes(g("self", None)), 0)),
-    "all_gather_single": ("all_gather", "self",
-                          lambda g, n: (tensor_nbytes(g("self", None)) * n, 0)),
-    "reduce_scatter_single": ("reduce_scatter", "self",
-                              lambda g, n: (tensor_nbytes(g("self", None)), 0)),
+    "all_gather_single": (
+        "all_gather",
+        "self",
+        lambda g, n: (tensor_nbytes(g("self", None)) * n, 0),
+    ),
+    "reduce_scatter_single": (
+        "reduce_scatter",
+        "self",
+        lambda g, n: (tensor_nbytes(g("self", None)), 0),
+    ),
     "all_to_all_single": ("all_to_all", "self", lambda g, n: (tensor_nbytes(g("self", None)), 0)),
     "all_reduce_coalesced": ("all_reduce", "self", lambda g, n: (_sum(g("self", None)), 0)),
-    "all_gather_single_coalesced": ("all_gather", "self",
-                                    lambda g, n: (_sum(g("self", None)) * n, 0)),
-    "reduce_scatter_single_coalesced": ("reduce_scatter", "inputs",
-                                        lambda g, n: (_sum(g("inputs", None)), 0)),
+    "all_gather_single_coalesced": (
+        "all_gather",
+        "self",
+        lambda g, n: (_sum(g("self", None)) * n, 0),
+    ),
+    "reduce_scatter_single_coalesced": (
+        "reduce_scatter",
+        "inputs",
+        lambda g, n: (_sum(g("inputs", None)), 0),
+    ),
 }
 _SHARD_DIM_ALLTOALL: tuple[str, str, Describe] = (
-    "all_to_all", "input", lambda g, n: (tensor_nbytes(g("input", None)), 0))
+    "all_to_all",
+    "input",
+    lambda g, n: (tensor_nbytes(g("input", None)), 0),
+)
 
 
 def install(tracer: CommTracer) -> None:
@@ -68,8 +83,11 @@ def install(tracer: CommTracer) -> None:
 
     act_type = funcol.AsyncCollectiveTensor
     for fn_name, spec in FUNCOL_SPECS.items():
-        tracer.patch(funcol, fn_name, functools.partial(_wrapper, tracer, fn_name, spec,
-                                                        funcol=funcol, act_type=act_type))
+        tracer.patch(
+            funcol,
+            fn_name,
+            functools.partial(_wrapper, tracer, fn_name, spec, funcol=funcol, act_type=act_type),
+        )
     tracer.patch(funcol, "wait_tensor", lambda orig: _wait_wrapper(tracer, orig, act_type))
     try:
         import torch.distributed.tensor._collective_utils as cu
@@ -77,9 +95,18 @@ def install(tracer: CommTracer) -> None:
     except ImportError:  # older torch without DTensor in this place: nothing to patch
         return
     for owner in (cu, pt):
-        tracer.patch(owner, "shard_dim_alltoall", functools.partial(
-            _wrapper, tracer, "shard_dim_alltoall", _SHARD_DIM_ALLTOALL,
-            funcol=funcol, act_type=act_type))
+        tracer.patch(
+            owner,
+            "shard_dim_alltoall",
+            functools.partial(
+                _wrapper,
+                tracer,
+                "shard_dim_alltoall",
+                _SHARD_DIM_ALLTOALL,
+                funcol=funcol,
+                act_type=act_type,
+            ),
+        )
 
 
 def _group_ranks(tracer: CommTracer, group: Any, funcol: Any) -> tuple[int, ...]:
@@ -95,8 +122,11 @@ def _group_ranks(tracer: CommTracer, group: Any, funcol: Any) -> tuple[int, ...]
     import torch.distributed as dist
 
     resolved = funcol._resolve_group(group)
-    pg = resolved if isinstance(resolved, dist.ProcessGroup) else \
-        dist.distributed_c10d._resolve_process_group(resolved)
+    pg = (
+        resolved
+        if isinstance(resolved, dist.ProcessGroup)
+        else dist.distributed_c10d._resolve_process_group(resolved)
+    )
     ranks = tuple(sorted(int(r) for r in dist.get_process_group_ranks(pg)))
     try:
         tracer.cache_ranks(group, ranks)
@@ -105,8 +135,15 @@ def _group_ranks(tracer: CommTracer, group: Any, funcol: Any) -> tuple[int, ...]
     return ranks
 
 
-def _wrapper(tracer: CommTracer, fn_name: str, spec: tuple[str, str, Describe],
-             orig: Callable[..., Any], *, funcol: Any, act_type: Any) -> Callable[..., Any]:
+def _wrapper(
+    tracer: CommTracer,
+    fn_name: str,
+    spec: tuple[str, str, Describe],
+    orig: Callable[..., Any],
+    *,
+    funcol: Any,
+    act_type: Any,
+) -> Callable[..., Any]:
     collective, input_arg, describe = spec
     index = param_index(orig)
     rec = tracer.rec
@@ -122,11 +159,17 @@ def _wrapper(tracer: CommTracer, fn_name: str, spec: tuple[str, str, Describe],
             ranks = _group_ranks(tracer, group, funcol)
             nbytes, _ = describe(get, len(ranks))
             inp = get(input_arg, None)
-            token = tracer.begin(collective, {
-                "bytes": nbytes, "dtype": dtype_name(inp if not isinstance(inp, (list, tuple))
-                                                     else _first(inp)),
-                "group_ranks": list(ranks), "seq": tracer.next_seq(ranks),
-                "path": "functional", "async": True})
+            token = tracer.begin(
+                collective,
+                {
+                    "bytes": nbytes,
+                    "dtype": dtype_name(inp if not isinstance(inp, (list, tuple)) else _first(inp)),
+                    "group_ranks": list(ranks),
+                    "seq": tracer.next_seq(ranks),
+                    "path": "functional",
+                    "async": True,
+                },
+            )
         except Exception as e:  # noqa: BLE001 - never raise into the job
             rec.fail(f"comm funcol {fn_name}", e)
         tracer.tls.busy = True
@@ -165,26 +208,29 @@ def _track_result(tracer: CommTracer, token: CommToken, out: Any, act_type: Any)
         return
     for e in elems:
         key = _storage_key(e)
-        tracer.pending_tensors[key] = token
-        weakref.finalize(e, _collected, tracer, key, token)
+
+        def _freed(_r: Any, key: int = key, token: CommToken = token) -> None:
+            entry = tracer.pending_tensors.get(key)
+            if entry is not None and entry[0] is token:
+                del tracer.pending_tensors[key]
+            tracer.end(token)
+
+        tracer.pending_tensors[key] = (token, weakref.ref(e, _freed))
 
 
-def _collected(tracer: CommTracer, key: int, token: CommToken) -> None:
-    if tracer.pending_tensors.get(key) is token:
-        del tracer.pending_tensors[key]
-    tracer.end(token)
-
-
-def _wait_wrapper(tracer: CommTracer, orig: Callable[..., Any], act_type: Any,
-                  ) -> Callable[..., Any]:
+def _wait_wrapper(
+    tracer: CommTracer,
+    orig: Callable[..., Any],
+    act_type: Any,
+) -> Callable[..., Any]:
     def wait_tensor(tensor: Any) -> Any:
         out = orig(tensor)
         if tracer.pending_tensors:
             with tracer.rec.guard("comm funcol wait_tensor"):
                 t = tensor.elem if isinstance(tensor, act_type) else tensor
-                token = tracer.pending_tensors.pop(_storage_key(t), None)
-                if token is not None:
-                    tracer.end(token)
+                entry = tracer.pending_tensors.pop(_storage_key(t), None)
+                if entry is not None:
+                    tracer.end(entry[0])
         return out
 
     wait_tensor.__wrapped__ = orig  # type: ignore[attr-defined]

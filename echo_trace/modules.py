@@ -334,15 +334,19 @@ class ModuleTracer:
             if self.on_module is not None:
                 self.on_module(mod)
 
+    def _note_batch(self, mod: nn.Module, args: Any) -> None:
+        """micro_batch_size: dim 0 of the primary root's first tensor input."""
+        if self._primary is None or self._primary() is not mod:
+            return
+        _, first = _scan(args, [])
+        if first is not None and first.dim() > 0:
+            self.micro_batch_size = int(first.shape[0])
+
     def _discover(self, mod: nn.Module, args: Any) -> _Info:
         if not self._stack:
             has_children = next(iter(mod.children()), None) is not None
             primary = self._primary is None and has_children
             self._add_root(mod, primary=primary)
-            if primary:
-                _, first = _scan(args, [])
-                if first is not None and first.dim() > 0:
-                    self.micro_batch_size = int(first.shape[0])
             info = self._infos.get(mod)
             if info is not None:
                 return info
@@ -365,6 +369,8 @@ class ModuleTracer:
             info = self._infos.get(mod)
             if info is None:
                 info = self._discover(mod, args)
+            if self.micro_batch_size is None and not self._stack:
+                self._note_batch(mod, args)
             if not info.traced:
                 self._stack.append(info)
                 return

@@ -225,3 +225,46 @@ def test_bad_meta(echo_copy: Path) -> None:
 def test_collective_index_is_contract_order() -> None:
     t = load_trace(ECHO)
     assert int(t.events.coll[t.comm_rows()[0]]) == COLLECTIVES.index("all_reduce")
+
+
+# ------------------------------------------------ a real trace written by echo_trace
+REAL = DATA / "echo_real_ddp"  # examples/train.py --layout ddp --steps 5 --capture, 2 gloo ranks
+
+
+def test_real_echo_trace_ddp() -> None:
+    from echo_sim.validate import validate
+
+    t = load_trace(REAL)
+    ev = t.events
+    assert sorted(t.ranks) == [0, 1] and t.steps == [2, 3, 4]
+    assert {c.name: int((ev.cat == c).sum()) for c in Cat} == {
+        "FW": 192, "BW": 192, "COMM": 12, "UPDATE": 6, "STEP": 6, "OTHER": 0}
+    # two DDP buckets per step and rank, sized as meta.json's buckets say
+    buckets = [b["bytes"] for b in t.ranks[0].meta["buckets"]]
+    comm = t.comm_rows()
+    for r in (0, 1):
+        for step in t.steps:
+            rows = comm[(ev.rank[comm] == r) & (ev.step[comm] == step)]
+            assert sorted(int(b) for b in ev.nbytes[rows]) == sorted(buckets)
+            assert {t.collective_of(int(i)) for i in rows} == {"all_reduce"}
+    assert sum(buckets) == t.ranks[0].meta["param_bytes"]
+    # every FW module has its BW, per rank and step
+    for r in (0, 1):
+        for step in t.steps:
+            rows = t.step_rows(r, step)
+            fw = sorted(t.name_of(int(i))[3:] for i in rows if ev.cat[i] == Cat.FW)
+            bw = sorted(t.name_of(int(i))[3:] for i in rows if ev.cat[i] == Cat.BW)
+            assert fw == bw and len(fw) == 32
+    assert set(t.dags) == {0, 1} and t.counter_names == ["rss_bytes"]
+    assert validate(t) == []  # collectives matched across ranks, no overlaps, all fields
+
+
+def test_progress_bar_and_workers(capsys: pytest.CaptureFixture[str]) -> None:
+    t = load_trace(ECHO, progress=True)
+    assert "loading echo" in capsys.readouterr().err
+    load_trace(ECHO, progress=False)
+    assert capsys.readouterr().err == ""
+    # two parser processes give the same trace as one
+    p = load_trace(ECHO, progress=False, workers=2)
+    assert p.names == t.names and np.array_equal(p.events.ts_us, t.events.ts_us)
+    assert p.comm_args.keys() == t.comm_args.keys() and p.groups == t.groups

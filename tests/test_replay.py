@@ -206,3 +206,41 @@ def test_send_and_recv_on_one_rank_run_concurrently():
     res = replay(b.build())
     assert res.deps.n_inst == 2
     assert res.per_step[0]["replayed_us"] == pytest.approx(20.0)  # not 25: no queueing
+
+
+def _three_straggle_steps(straggles: tuple[float, ...]) -> Trace:
+    """Steps 1, 2, 3 of the DDP trace with rank 1 straggling by the given us, 100 us apart."""
+    b = TraceBuilder()
+    t = 0.0
+    for step, s in enumerate(straggles, start=1):
+        one = ddp_trace(straggle_us=s, steps=1)
+        ev = one.events
+        for r in range(len(ev)):
+            b.add(rank=int(ev.rank[r]), name=one.name_of(r), cat=Cat(int(ev.cat[r])),
+                  ts_us=t + float(ev.ts_us[r]), dur_us=float(ev.dur_us[r]), step=step,
+                  tid=int(ev.tid[r]), collective=one.collective_of(r),
+                  group_ranks=one.group_of(r), seq=int(ev.seq[r]) + 10 * step)
+        t += 100.0
+    return b.build()
+
+
+def test_median_durations_replay_the_typical_step():
+    # steps 1-3: rank 1 straggles by 0, 4 and 8 us -> medians are the straggle-4 trace
+    tr = _three_straggle_steps((0.0, 4.0, 8.0))
+    measured = replay(tr)
+    assert [s["measured_us"] for s in measured.per_step] == [60.0, 64.0, 68.0]
+    assert [s["replayed_us"] for s in measured.per_step] == pytest.approx([60.0, 64.0, 68.0])
+    typical = replay(tr, durations="median")
+    assert [s["replayed_us"] for s in typical.per_step] == pytest.approx([64.0, 64.0, 64.0])
+    assert typical.error_pct == pytest.approx(0.0)
+    with pytest.raises(ConfigError, match="measured, mean, median"):
+        replay(tr, durations="average")
+
+
+def test_mean_durations_add_up_to_the_mean_iteration():
+    tr = _three_straggle_steps((0.0, 2.0, 10.0))
+    typical = replay(tr, durations="mean")
+    # means: BW.l2 on rank 1 lasts 10 + 4 = 14 us -> every step replays the 64 us step
+    assert [s["replayed_us"] for s in typical.per_step] == pytest.approx([64.0] * 3)
+    assert typical.measured_mean_iteration_time_us == pytest.approx(64.0)
+    assert typical.mean_error_pct == pytest.approx(0.0)

@@ -30,6 +30,11 @@ def _recorder(rank: int) -> Recorder:
     return rec
 
 
+def _grad(p: torch.Tensor) -> torch.Tensor:
+    assert p.grad is not None
+    return p.grad
+
+
 def _comm(rec: Recorder) -> list[dict[str, Any]]:
     return [e for e in rec.events if e.get("cat") == "Comm"]
 
@@ -57,8 +62,9 @@ def _c10d_ops(rank: int) -> dict[str, list[float]]:
     dist.all_gather_into_tensor(out, torch.full((3,), float(rank), dtype=torch.float64))
     res["all_gather"] = out.tolist()
     out = torch.empty(6, dtype=torch.float64)
-    dist.all_gather_into_tensor(out, torch.full((3,), 5.0 + rank, dtype=torch.float64),
-                                async_op=True).wait()
+    dist.all_gather_into_tensor(
+        out, torch.full((3,), 5.0 + rank, dtype=torch.float64), async_op=True
+    ).wait()
     res["all_gather_async"] = out.tolist()
     o = torch.empty(2)
     dist.reduce_scatter_tensor(o, torch.arange(4, dtype=torch.float32) * (rank + 1))
@@ -72,6 +78,21 @@ def _c10d_ops(rank: int) -> dict[str, list[float]]:
     b = torch.full((5,), float(rank), dtype=torch.int32)
     dist.broadcast(b, src=0, async_op=True).wait()
     res["broadcast_async"] = b.float().tolist()
+    r = torch.full((3,), float(rank + 1))
+    dist.reduce(r, dst=0)
+    res["reduce"] = r.tolist()
+    g = [torch.zeros(2, dtype=torch.float64) for _ in range(2)] if rank == 0 else None
+    dist.gather(torch.full((2,), float(rank), dtype=torch.float64), gather_list=g, dst=0)
+    res["gather"] = torch.cat(g).tolist() if g else []
+    sc = torch.zeros(3)
+    dist.scatter(sc, [torch.full((3,), 4.0), torch.full((3,), 5.0)] if rank == 0 else None, src=0)
+    res["scatter"] = sc.tolist()
+    a2a = torch.empty(4)
+    dist.all_to_all_single(a2a, torch.arange(4, dtype=torch.float32) + 4 * rank)
+    res["all_to_all_single"] = a2a.tolist()
+    lst = [torch.empty(3), torch.empty(3)]
+    dist.all_gather(lst, torch.full((3,), float(rank)), async_op=True).wait()
+    res["all_gather_list"] = torch.cat(lst).tolist()
     p = torch.full((3,), float(rank + 7))
     if rank == 0:
         dist.send(p, dst=1)
@@ -82,11 +103,13 @@ def _c10d_ops(rank: int) -> dict[str, list[float]]:
     res["sendrecv"] = p.tolist()
     q = torch.full((2,), float(rank))
     w = dist.isend(q.clone(), dst=other) if rank == 0 else dist.irecv(q, src=other)
+    assert w is not None
     w.wait()
     res["isend_irecv"] = q.tolist()
     s, r = torch.full((2,), 100.0 + rank), torch.zeros(2)
-    works = dist.batch_isend_irecv([dist.P2POp(dist.isend, s, other),
-                                    dist.P2POp(dist.irecv, r, other)])
+    works = dist.batch_isend_irecv(
+        [dist.P2POp(dist.isend, s, other), dist.P2POp(dist.irecv, r, other)]
+    )
     for w in works:
         w.wait()
     res["batch"] = r.tolist()
@@ -103,21 +126,32 @@ def _w_c10d(rank: int, world: int, out: str) -> None:
     other = 1 - rank
     reference = _c10d_ops(rank)  # uncaptured
     pre_r, mid_r = torch.zeros(2), torch.zeros(2)
-    pre = [dist.P2POp(dist.isend, torch.full((2,), 200.0 + rank), other),
-           dist.P2POp(dist.irecv, pre_r, other)]  # built with the original isend / irecv
+    pre = [
+        dist.P2POp(dist.isend, torch.full((2,), 200.0 + rank), other),
+        dist.P2POp(dist.irecv, pre_r, other),
+    ]  # built with the original isend / irecv
     rec = _recorder(rank)
     tracer = CommTracer(rec)
     tracer.install()
     tracer.install()  # idempotent
     captured = _c10d_ops(rank)
     _batch(pre)
-    mid = [dist.P2POp(dist.isend, torch.full((2,), 300.0 + rank), other),
-           dist.P2POp(dist.irecv, mid_r, other)]  # built with the wrappers
+    mid = [
+        dist.P2POp(dist.isend, torch.full((2,), 300.0 + rank), other),
+        dist.P2POp(dist.irecv, mid_r, other),
+    ]  # built with the wrappers
     tracer.remove()
     _batch(mid)  # after remove
     assert rec.enabled, rec.disabled_reason
-    _dump(out, rank, events=_comm(rec), reference=reference, captured=captured,
-          pre=pre_r.tolist(), mid=mid_r.tolist())
+    _dump(
+        out,
+        rank,
+        events=_comm(rec),
+        reference=reference,
+        captured=captured,
+        pre=pre_r.tolist(),
+        mid=mid_r.tolist(),
+    )
 
 
 EXPECTED_C10D = [  # (collective, bytes, dtype, async, peer-of-rank-0)
@@ -129,6 +163,11 @@ EXPECTED_C10D = [  # (collective, bytes, dtype, async, peer-of-rank-0)
     ("reduce_scatter", 4 * F32, "float32", True, None),
     ("broadcast", 5 * 4, "int32", False, None),
     ("broadcast", 5 * 4, "int32", True, None),
+    ("reduce", 3 * F32, "float32", False, None),
+    ("gather", 2 * 2 * 8, "float64", False, None),
+    ("scatter", 2 * 3 * F32, "float32", False, None),
+    ("all_to_all", 4 * F32, "float32", False, None),
+    ("all_gather", 2 * 3 * F32, "float32", True, None),
 ]
 
 
@@ -141,33 +180,64 @@ def test_c10d_collectives_and_p2p(tmp_path: Path) -> None:
         assert data["pre"] == [200.0 + 1 - r] * 2 and data["mid"] == [300.0 + 1 - r] * 2
         evs = sorted(data["events"], key=lambda e: e["ts"])
         colls = [e for e in evs if e["args"]["collective"] not in ("send", "recv")]
-        got = [(e["args"]["collective"], e["args"]["bytes"], e["args"]["dtype"],
-                e["args"]["async"], None) for e in colls]
+        got = [
+            (
+                e["args"]["collective"],
+                e["args"]["bytes"],
+                e["args"]["dtype"],
+                e["args"]["async"],
+                None,
+            )
+            for e in colls
+        ]
         assert got == EXPECTED_C10D + [("barrier", 0, None, False, None)]
-        assert [e["args"]["seq"] for e in colls] == list(range(9))
+        assert [e["args"]["seq"] for e in colls] == list(range(len(EXPECTED_C10D) + 1))
         for e in evs:
             assert e["name"] == "Comm." + e["args"]["collective"]
             assert e["args"]["group_ranks"] == [0, 1]
             assert e["args"]["path"] == "c10d"
             assert e["dur"] >= 0 and e["tid"] >= 100
-        p2p = [(e["args"]["collective"], e["args"]["peer"], e["args"]["seq"], e["args"]["bytes"],
-                e["args"]["async"]) for e in evs if e["args"]["collective"] in ("send", "recv")]
+        p2p = [
+            (
+                e["args"]["collective"],
+                e["args"]["peer"],
+                e["args"]["seq"],
+                e["args"]["bytes"],
+                e["args"]["async"],
+            )
+            for e in evs
+            if e["args"]["collective"] in ("send", "recv")
+        ]
         if r == 0:
-            assert p2p == [("send", 1, 0, 12, False), ("recv", 1, 0, 12, False),
-                           ("send", 1, 1, 8, True), ("send", 1, 2, 8, True),
-                           ("recv", 1, 1, 8, True), ("send", 1, 3, 8, True),
-                           ("recv", 1, 2, 8, True)]
+            assert p2p == [
+                ("send", 1, 0, 12, False),
+                ("recv", 1, 0, 12, False),
+                ("send", 1, 1, 8, True),
+                ("send", 1, 2, 8, True),
+                ("recv", 1, 1, 8, True),
+                ("send", 1, 3, 8, True),
+                ("recv", 1, 2, 8, True),
+            ]
         else:
-            assert p2p == [("recv", 0, 0, 12, False), ("send", 0, 0, 12, False),
-                           ("recv", 0, 1, 8, True), ("send", 0, 1, 8, True),
-                           ("recv", 0, 2, 8, True), ("send", 0, 2, 8, True),
-                           ("recv", 0, 3, 8, True)]
+            assert p2p == [
+                ("recv", 0, 0, 12, False),
+                ("send", 0, 0, 12, False),
+                ("recv", 0, 1, 8, True),
+                ("send", 0, 1, 8, True),
+                ("recv", 0, 2, 8, True),
+                ("send", 0, 2, 8, True),
+                ("recv", 0, 3, 8, True),
+            ]
     ref = ranks[0]["reference"]
     assert ref["all_reduce"] == [10.0, 12.0, 14.0, 16.0]
     assert ref["all_gather"] == [0.0, 0.0, 0.0, 1.0, 1.0, 1.0]
     assert ref["reduce_scatter"] == [0.0, 3.0]
     assert ranks[1]["reference"]["reduce_scatter"] == [6.0, 9.0]
     assert ranks[1]["reference"]["broadcast"] == [1.0] * 5
+    assert ref["reduce"] == [3.0] * 3 and ref["gather"] == [0.0, 0.0, 1.0, 1.0]
+    assert ranks[1]["reference"]["scatter"] == [5.0] * 3
+    assert ranks[1]["reference"]["all_to_all_single"] == [2.0, 3.0, 6.0, 7.0]
+    assert ref["all_gather_list"] == [0.0] * 3 + [1.0] * 3
     assert ref["sendrecv"] == [14.0] * 3 and ranks[1]["reference"]["batch"] == [100.0] * 2
 
 
@@ -187,8 +257,39 @@ def _w_broken(rank: int, world: int, out: str) -> None:
     u = torch.ones(2)
     dist.all_reduce(u)  # capture is off now: plain passthrough
     tracer.remove()
-    _dump(out, rank, first=first, second=u.tolist(), enabled=rec.enabled,
-          reason=rec.disabled_reason, events=_comm(rec))
+
+    # a recorder that fails at completion, inside DDP's comm hook (future callback)
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    ref = DDP(_mlp())
+    _ddp_step(ref, rank)
+    rec2 = _recorder(rank)
+    tracer2 = CommTracer(rec2)
+    tracer2.install()
+    ddp = DDP(_mlp())
+
+    def boom_end(token: Any, end_us: float | None = None) -> None:
+        raise RuntimeError("comm_end is broken")
+
+    rec2.comm_end = boom_end  # type: ignore[method-assign]
+    _ddp_step(ddp, rank)
+    tracer2.remove()
+    same = all(
+        torch.equal(_grad(a), _grad(b))
+        for a, b in zip(ref.parameters(), ddp.parameters(), strict=True)
+    )
+    _dump(
+        out,
+        rank,
+        first=first,
+        second=u.tolist(),
+        enabled=rec.enabled,
+        reason=rec.disabled_reason,
+        events=_comm(rec),
+        ddp_same=same,
+        enabled2=rec2.enabled,
+        reason2=rec2.disabled_reason,
+    )
 
 
 @pytest.mark.slow
@@ -199,6 +300,8 @@ def test_broken_recorder_never_breaks_the_collective(tmp_path: Path) -> None:
         assert data["enabled"] is False
         assert "recorder is broken" in data["reason"] and "all_reduce" in data["reason"]
         assert data["events"] == []
+        assert data["ddp_same"] and data["enabled2"] is False
+        assert "comm_end is broken" in data["reason2"]
 
 
 def test_install_remove_restores_everything() -> None:
@@ -206,13 +309,42 @@ def test_install_remove_restores_everything() -> None:
     import torch.distributed.tensor._collective_utils as cu
     from torch.nn.parallel import DistributedDataParallel as DDP
 
-    sites = [(m, n) for m in (dist, c10d) for n in (
-        "all_reduce", "all_gather", "all_gather_single", "all_gather_into_tensor",
-        "reduce_scatter", "reduce_scatter_single", "reduce_scatter_tensor", "broadcast",
-        "reduce", "all_to_all", "all_to_all_single", "gather", "scatter", "barrier", "send",
-        "recv", "isend", "irecv", "batch_isend_irecv")]
-    sites += [(funcol, n) for n in ("all_reduce", "all_gather_single", "reduce_scatter_single",
-                                     "all_to_all_single", "broadcast", "wait_tensor")]
+    sites: list[tuple[Any, str]] = [
+        (m, n)
+        for m in (dist, c10d)
+        for n in (
+            "all_reduce",
+            "all_gather",
+            "all_gather_single",
+            "all_gather_into_tensor",
+            "reduce_scatter",
+            "reduce_scatter_single",
+            "reduce_scatter_tensor",
+            "broadcast",
+            "reduce",
+            "all_to_all",
+            "all_to_all_single",
+            "gather",
+            "scatter",
+            "barrier",
+            "send",
+            "recv",
+            "isend",
+            "irecv",
+            "batch_isend_irecv",
+        )
+    ]
+    sites += [
+        (funcol, n)
+        for n in (
+            "all_reduce",
+            "all_gather_single",
+            "reduce_scatter_single",
+            "all_to_all_single",
+            "broadcast",
+            "wait_tensor",
+        )
+    ]
     sites += [(cu, "shard_dim_alltoall"), (c10d.Work, "wait"), (DDP, "__init__")]
     before = [getattr(m, n) for m, n in sites]
     tracer = CommTracer(Recorder())
@@ -232,8 +364,13 @@ def test_install_remove_restores_everything() -> None:
 # ---------------------------------------------------------------------------- DDP
 def _mlp() -> torch.nn.Module:
     torch.manual_seed(0)
-    return torch.nn.Sequential(torch.nn.Linear(8, 64), torch.nn.ReLU(), torch.nn.Linear(64, 32),
-                               torch.nn.ReLU(), torch.nn.Linear(32, 4))
+    return torch.nn.Sequential(
+        torch.nn.Linear(8, 64),
+        torch.nn.ReLU(),
+        torch.nn.Linear(64, 32),
+        torch.nn.ReLU(),
+        torch.nn.Linear(32, 4),
+    )
 
 
 def _ddp_step(ddp: torch.nn.Module, rank: int) -> None:
@@ -247,7 +384,7 @@ def _w_ddp(rank: int, world: int, out: str) -> None:
 
     ref = DDP(_mlp(), bucket_cap_mb=0.004)  # ~4 KB buckets: several of them
     _ddp_step(ref, rank)
-    ref_grads = [p.grad.tolist() for p in ref.parameters()]
+    ref_grads = [_grad(p).tolist() for p in ref.parameters()]
 
     rec = _recorder(rank)
     rec.recording = False
@@ -265,12 +402,23 @@ def _w_ddp(rank: int, world: int, out: str) -> None:
     meta = tracer.meta()
     tracer.remove()
     _ddp_step(built, rank)  # hook left in place is a passthrough after remove
-    grads = [p.grad.tolist() for p in built.parameters()]
-    late_grads = [p.grad.tolist() for p in late.parameters()]
+    grads = [_grad(p).tolist() for p in built.parameters()]
+    late_grads = [_grad(p).tolist() for p in late.parameters()]
     names = [n for n, _ in built.module.named_parameters()]
     nbytes = sum(p.numel() * p.element_size() for p in built.parameters())
-    _dump(out, rank, events=_comm(rec), meta=meta, grads=grads, ref=ref_grads, names=names,
-          nbytes=nbytes, late=late_grads, user_calls=_USER_CALLS[0], enabled=rec.enabled)
+    _dump(
+        out,
+        rank,
+        events=_comm(rec),
+        meta=meta,
+        grads=grads,
+        ref=ref_grads,
+        names=names,
+        nbytes=nbytes,
+        late=late_grads,
+        user_calls=_USER_CALLS[0],
+        enabled=rec.enabled,
+    )
 
 
 _USER_CALLS = [0]
@@ -297,8 +445,11 @@ def test_ddp_buckets(tmp_path: Path) -> None:
         first = [e for e in evs if e["args"]["step"] == 0]  # `built`, rebuilt 4 KB buckets
         late = [e for e in evs if e["args"]["step"] == 1]  # `late`, delegating to the user
         assert len(first) >= 2 and len(late) == 1 and len(evs) == len(first) + 1
-        assert sum(e["args"]["bytes"] for e in first) == data["nbytes"] == 4 * (
-            8 * 64 + 64 + 64 * 32 + 32 + 32 * 4 + 4)
+        assert (
+            sum(e["args"]["bytes"] for e in first)
+            == data["nbytes"]
+            == 4 * (8 * 64 + 64 + 64 * 32 + 32 + 32 * 4 + 4)
+        )
         assert late[0]["args"]["bytes"] == data["nbytes"]
         assert sorted(p for e in first for p in e["args"]["params"]) == sorted(data["names"])
         for e in first:
@@ -329,9 +480,15 @@ def _w_ddp_attach(rank: int, world: int, out: str) -> None:
     _ddp_step(user, rank)
     _ddp_step(plain, rank)
     tracer.remove()
-    grads = torch.cat([p.grad.flatten() for p in user.parameters()])
-    _dump(out, rank, events=_comm(rec), ones=bool((grads == 1).all()), enabled=rec.enabled,
-          nbytes=sum(p.numel() * p.element_size() for p in plain.parameters()))
+    grads = torch.cat([_grad(p).flatten() for p in user.parameters()])
+    _dump(
+        out,
+        rank,
+        events=_comm(rec),
+        ones=bool((grads == 1).all()),
+        enabled=rec.enabled,
+        nbytes=sum(p.numel() * p.element_size() for p in plain.parameters()),
+    )
 
 
 @pytest.mark.slow
@@ -371,7 +528,8 @@ def _w_tp(rank: int, world: int, out: str) -> None:
     y.sum().backward()
     tracer.remove()
     same = bool(torch.allclose(y, dense(x), atol=1e-6)) and bool(
-        torch.allclose(xt.grad, xr.grad, atol=1e-6))
+        torch.allclose(_grad(xt), _grad(xr), atol=1e-6)
+    )
     _dump(out, rank, events=_comm(rec), same=same, enabled=rec.enabled)
 
 
@@ -383,10 +541,20 @@ def test_dtensor_tensor_parallel(tmp_path: Path) -> None:
         assert data["same"] and data["enabled"]
         evs = sorted(data["events"], key=lambda e: e["ts"])
         # forward: Rowwise output Partial -> Replicate; backward: Colwise input grad
-        assert [(e["name"], e["args"]["bytes"], e["args"]["seq"], e["args"]["path"],
-                 e["args"]["dtype"], e["args"]["group_ranks"]) for e in evs] == [
+        assert [
+            (
+                e["name"],
+                e["args"]["bytes"],
+                e["args"]["seq"],
+                e["args"]["path"],
+                e["args"]["dtype"],
+                e["args"]["group_ranks"],
+            )
+            for e in evs
+        ] == [
             ("Comm.all_reduce", 4 * 8 * F32, 0, "functional", "float32", [0, 1]),
-            ("Comm.all_reduce", 4 * 8 * F32, 1, "functional", "float32", [0, 1])]
+            ("Comm.all_reduce", 4 * 8 * F32, 1, "functional", "float32", [0, 1]),
+        ]
         assert all(e["args"]["async"] is True and e["dur"] >= 0 for e in evs)
 
 
@@ -421,11 +589,15 @@ def test_fsdp2_fully_shard(tmp_path: Path) -> None:
         got = [(e["args"]["collective"], e["args"]["bytes"]) for e in evs]
         # forward all-gathers layer 0 then 2; backward re-gathers 2 (resharded after
         # forward) and prefetches 0, then reduce-scatters the gradients of 2 and 0
-        assert got == [("all_gather", layer0), ("all_gather", layer2), ("all_gather", layer2),
-                       ("all_gather", layer0), ("reduce_scatter", layer2),
-                       ("reduce_scatter", layer0)]
-        assert all(e["args"]["path"] == "c10d" and e["args"]["group_ranks"] == [0, 1]
-                   for e in evs)
-    assert [e["args"]["seq"] for e in sorted(ranks[0]["events"], key=lambda e: e["ts"])] == \
-        [e["args"]["seq"] for e in sorted(ranks[1]["events"], key=lambda e: e["ts"])]
-
+        assert got == [
+            ("all_gather", layer0),
+            ("all_gather", layer2),
+            ("all_gather", layer2),
+            ("all_gather", layer0),
+            ("reduce_scatter", layer2),
+            ("reduce_scatter", layer0),
+        ]
+        assert all(e["args"]["path"] == "c10d" and e["args"]["group_ranks"] == [0, 1] for e in evs)
+    assert [e["args"]["seq"] for e in sorted(ranks[0]["events"], key=lambda e: e["ts"])] == [
+        e["args"]["seq"] for e in sorted(ranks[1]["events"], key=lambda e: e["ts"])
+    ]

@@ -14,17 +14,22 @@ the replayed iteration time with the measured one.
 
 Every leaf FW/BW/UPDATE event is a task on its rank's compute stream, lasting its measured
 duration plus the measured host delay before it (the gap its dependencies do not explain:
-Python overhead, data loading). A collective is one task holding every member's
-communication channel: it starts when the last member issues it and lasts the measured
-transfer time (the shortest member duration, since earlier members also waited).
-Send/recv pairs are one task on both ranks.
+Python overhead, data loading, untraced ops). A collective is one task holding every
+member's communication channel: it starts when the last member issues it and lasts the
+measured transfer time (first member completion minus last member start: earlier members'
+durations include waiting). A send/recv pair is one task on the sender's send and the
+receiver's receive channel. A member that saw the operation complete later keeps that lag.
 
-Iteration time of a step = its slowest rank's STEP span; the figures are medians over the
-captured steps, in microseconds (the table shows ms). error = replayed vs measured.
+Iteration time of a step = its slowest rank's STEP span; the figures are medians (and
+means) over the captured steps, in microseconds (the table shows ms). error = replayed vs
+measured.
 
 What-if: --scale GLOB=FACTOR multiplies the durations of events whose name matches the
 glob (repeatable; the last matching expression wins), e.g. --scale 'Comm.*=0.5' for a
 network twice as fast, --scale 'BW.*=0.8'. Host delays are not scaled.
+--durations mean (or median) replays the typical iteration: every event takes the mean
+over the captured steps of its own op time, host delay and transfer; compare it with the
+measured mean iteration time (the "mean" row).
 """
 
 
@@ -50,7 +55,8 @@ def run(opts: Any) -> Result:
     from echo_sim.replay import replay
 
     trace = load_trace(opts.paths[0])
-    res = replay(trace, scale=opts.scale or (), steps=parse_steps(opts.step))
+    res = replay(trace, scale=opts.scale or (), steps=parse_steps(opts.step),
+                 durations=opts.durations)
     data = res.to_dict()
     data["source"] = opts.paths[0]
     text = res.text()
@@ -77,6 +83,10 @@ COMMAND = Command(
                  "FACTOR; repeatable, e.g. --scale 'Comm.*=0.5' --scale 'BW.*=0.8'"),
         arg("--step", metavar="STEPS",
             help="replay only these captured steps, e.g. 3 or 2,4-6 (default: all)"),
+        arg("--durations", choices=("measured", "mean", "median"), default="measured",
+            help="measured: each event keeps its own step's times; mean / median: every "
+                 "step replays the mean / median over steps of each event's times (a "
+                 "typical iteration, as dPRO does with averages); default measured"),
         arg("--output", "-o", metavar="FILE.json",
             help="write the replayed timeline as a Chrome trace (.json or .json.gz; opens in "
                  "Perfetto)"),

@@ -9,6 +9,7 @@ result is the same :class:`~echo_sim.trace.model.Trace` the builder would produc
 
 from __future__ import annotations
 
+import gc
 import html
 import multiprocessing as mp
 import os
@@ -144,9 +145,15 @@ def _columns_unchecked(f: Path, rank: int, events: list[Any], names: _Interner,
     cat = np.asarray([CAT_BY_LABEL.get(e.get("cat"), 5) for e in xs], dtype=np.int8)
     step = np.asarray([a.get("step", -1) for a in args], dtype=np.int32)
     occ = np.asarray([a.get("occ", -1) for a in args], dtype=np.int32)
-    name = np.asarray(names.many(name_list), dtype=np.int32)
-    kind = np.asarray(
-        [kinds.one(t) if (t := a.get("type")) else -1 for a in args], dtype=np.int32)
+    # intern through a per-file lookup of the (few) distinct values: one dict hit per row
+    name_lut = dict.fromkeys(name_list, 0)
+    for key in name_lut:
+        name_lut[key] = names.one(key)
+    name = np.asarray(list(map(name_lut.__getitem__, name_list)), dtype=np.int32)
+    types = [a.get("type") for a in args]
+    kind_lut = {t: (kinds.one(t) if isinstance(t, str) and t else -1)
+                for t in dict.fromkeys(types)}
+    kind = np.asarray(list(map(kind_lut.__getitem__, types)), dtype=np.int32)
     param_bytes = np.asarray([a.get("param_bytes", 0) for a in args], dtype=np.int64)
     in_bytes = np.asarray([a.get("in_bytes", 0) for a in args], dtype=np.int64)
     out_bytes = np.asarray([a.get("out_bytes", 0) for a in args], dtype=np.int64)
@@ -158,6 +165,7 @@ def _columns_unchecked(f: Path, rank: int, events: list[Any], names: _Interner,
     peer = np.full(n, -1, np.int32)
     comm_rows = np.flatnonzero(cat == int(Cat.COMM)).tolist()
     comm_args: dict[int, dict[str, Any]] = {}
+    group_lut: dict[tuple[Any, ...], int] = {}
     for i in comm_rows:
         a = args[i]
         c = a.get("collective")
@@ -165,7 +173,11 @@ def _columns_unchecked(f: Path, rank: int, events: list[Any], names: _Interner,
         nbytes[i] = a.get("bytes", 0)
         g = a.get("group_ranks")
         if g is not None:
-            group[i] = groups.one(tuple(sorted(int(r) for r in g)))
+            raw = tuple(g)
+            gid = group_lut.get(raw)
+            if gid is None:
+                gid = group_lut[raw] = groups.one(tuple(sorted(int(r) for r in raw)))
+            group[i] = gid
         seq[i] = a.get("seq", -1)
         peer[i] = a.get("peer", -1)
         extra = {k: v for k, v in a.items() if k not in _COMM_COLUMNS}
@@ -416,6 +428,18 @@ class _RankPart:
 
 def read_rank(index: int, src: RankSource) -> _RankPart:
     """Read one echo rank directory (meta.json, trace.json[.gz], dag.gml)."""
+    # Speed shortcut: the cyclic GC would scan the ~10^5 fresh containers orjson creates
+    # per file again and again (it halves parse time); nothing here builds cycles.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _read_rank(index, src)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _read_rank(index: int, src: RankSource) -> _RankPart:
     meta = _meta(src)
     events, top = read_trace_events(src.trace_file)
     other = top.get("otherData") if isinstance(top.get("otherData"), dict) else {}

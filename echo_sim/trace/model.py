@@ -356,7 +356,9 @@ class TraceBuilder:
 
         ``steps``: the steps common to all ranks; by default the sorted set of steps seen.
         """
-        cols = {c: np.asarray(v, dtype=_COLUMNS[c][0]) for c, v in self._cols.items()}
+        cols: dict[str, np.ndarray] = {
+            c: np.asarray(v, dtype=_COLUMNS[c][0]) for c, v in self._cols.items()
+        }
         n = cols["rank"].shape[0]
         order = np.lexsort((cols["ts_us"], cols["rank"])) if n else np.zeros(0, np.int64)
         cols = {c: v[order] for c, v in cols.items()}

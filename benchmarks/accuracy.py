@@ -1,0 +1,454 @@
+"""Prediction accuracy: simulate from a 1-process trace, then run the real 2-process job.
+
+For every case (a parallel layout × an example model size) and every repetition:
+
+1. trace a 1-process run of the same model and micro-batch (``examples/train.py --layout
+   single --capture``), shared by all layouts of that model size in the repetition;
+2. profile the gloo collectives once (``profile-comm --nproc 2``, 1 KB..16 MB);
+3. predict with :func:`echo_sim.simulate.simulate` (``--dp/--tp/--pp``, ``cluster cpu-gloo``,
+   1 node × 2, the measured profile) — iteration time and peak memory;
+4. run the real job under torchrun (2 processes, ``OMP_NUM_THREADS=1`` each, no capture)
+   and measure its iteration time: per step the slowest rank's ``job.step_s``, median over
+   the steps after ``--warmup``;
+5. compare. Reported per case: medians over repetitions of measured and predicted time,
+   the error of those medians, and every repetition's own error.
+
+Memory: each process (the traced one too) runs through this file's ``--worker`` entry, which
+records RSS after the process group is up but *before the model is built* and the process's
+peak RSS (``ru_maxrss``) after training (CUDA: the allocator peak). measured delta = max over
+ranks (peak - before); predicted delta = ``simulate``'s peak memory minus the traced
+process's RSS before its model was built (the simulator's baseline is absolute: it is the
+traced run's sampled peak RSS minus its own model of that run).
+
+``--diagnose`` (first repetition only) also runs each real job with ``--capture`` and puts
+its collect figures (FW+BW, communication, exposed) beside the simulated timeline's, and
+writes both under ``--keep`` for ``python -m echo_sim compare``.
+
+Usage::
+
+    python benchmarks/accuracy.py [--reps 3] [--layouts ddp,fsdp,tp,pp] [--sizes gpt-s,gpt-m,cnn]
+        [--steps 10] [--warmup 3] [--diagnose] [--keep DIR] [--output FILE]
+        [--comm-profile FILE | --profile-sizes 1KB..16MB] [--nproc 2]
+
+Prints a markdown table and writes ``benchmarks/results/accuracy.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+__all__ = ["CASES", "SIZES", "Case", "main", "run_benchmark", "table"]
+
+RESULTS = REPO / "benchmarks" / "results" / "accuracy.json"
+SCRIPT = Path(__file__).resolve()
+
+# Model sizes: examples/train.py flags. Micro-batch is the model default (GPT 8, CNN 32).
+SIZES: dict[str, tuple[str, ...]] = {
+    "gpt-s": ("--model", "gpt", "--layers", "2", "--hidden", "128"),
+    "gpt-m": ("--model", "gpt", "--layers", "4", "--hidden", "256"),
+    "cnn": ("--model", "cnn"),
+    "tiny": ("--model", "gpt", "--layers", "2", "--hidden", "32", "--seq", "16",
+             "--vocab", "64", "--micro-batch", "2"),
+}
+PP_MICRO_BATCHES = 4  # 1F1B over 4 micro-batches per step, so the schedule has a steady state
+
+
+@dataclass(frozen=True, kw_only=True)
+class Case:
+    """One comparison: a layout on a model size with ``nproc`` real processes."""
+
+    layout: str
+    size: str
+    nproc: int = 2
+
+    @property
+    def name(self) -> str:
+        return f"{self.layout}/{self.size}" + (f"/{self.nproc}p" if self.nproc != 2 else "")
+
+
+CASES: tuple[Case, ...] = (
+    Case(layout="ddp", size="gpt-s"), Case(layout="ddp", size="gpt-m"),
+    Case(layout="ddp", size="cnn"),
+    Case(layout="fsdp", size="gpt-s"), Case(layout="fsdp", size="gpt-m"),
+    Case(layout="tp", size="gpt-s"), Case(layout="tp", size="gpt-m"),
+    Case(layout="pp", size="gpt-s"), Case(layout="pp", size="gpt-m"),
+)
+
+
+# ------------------------------------------------------------------------------ worker
+def _worker(argv: list[str]) -> int:
+    """``--worker OUT_DIR TRAIN_FLAGS...``: run examples/train.py's job, write rank<r>.json."""
+    import resource
+
+    import psutil
+    import torch
+    import torch.distributed as dist
+
+    from examples.train import build_job, parse_flags, train
+
+    out = Path(argv[0])
+    cfg = parse_flags(argv[1:])
+    if "RANK" in os.environ and not dist.is_initialized():
+        # the backend train.py's build_job would pick; up before the baseline so that the
+        # delta covers model, gradients, optimizer states and activations only
+        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+    rank = dist.get_rank() if dist.is_initialized() else 0
+    rss0 = psutil.Process().memory_info().rss
+    job = build_job(cfg)
+    try:
+        train(cfg, job)
+    finally:
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
+        cuda_peak = (int(torch.cuda.max_memory_allocated()) if torch.cuda.is_available()
+                     else None)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / f"rank{rank}.json").write_text(json.dumps({
+            "rank": rank, "step_s": job.step_s, "rss_before_model_bytes": rss0,
+            "peak_rss_bytes": peak, "peak_cuda_allocated_bytes": cuda_peak}))
+        if dist.is_initialized():
+            dist.destroy_process_group()
+    return 0
+
+
+def _train_flags(case_layout: str, size: str, *, steps: int, capture: Path | None,
+                 nproc: int) -> list[str]:
+    flags = ["--layout", case_layout, "--steps", str(steps), *SIZES[size]]
+    if case_layout == "pp":
+        mb = _micro_batch(size)
+        flags += ["--global-batch", str(mb * max(PP_MICRO_BATCHES, nproc))]
+    if capture is not None:
+        flags += ["--capture", "--trace-dir", str(capture), "--trace-start", "2",
+                  "--trace-end", str(steps - 1)]
+    return flags
+
+
+def _micro_batch(size: str) -> int:
+    flags = SIZES[size]
+    if "--micro-batch" in flags:
+        return int(flags[flags.index("--micro-batch") + 1])
+    return 32 if "cnn" in flags else 8
+
+
+def _launch(flags: list[str], out: Path, nproc: int, timeout: float) -> list[dict[str, Any]]:
+    """Run the job (``nproc`` 1: plain python; else torchrun); per-rank worker records."""
+    from tests.harness import run_python, run_torchrun
+
+    args = [str(SCRIPT), "--worker", str(out), *flags]
+    proc = (run_python(args, timeout=timeout) if nproc == 1
+            else run_torchrun(args, nproc=nproc, timeout=timeout))
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-4:]
+        raise RuntimeError(f"exit {proc.returncode}: {' | '.join(tail)}")
+    recs = [json.loads((out / f"rank{r}.json").read_text()) for r in range(nproc)]
+    return recs
+
+
+def _iteration_us(recs: list[dict[str, Any]], warmup: int) -> float:
+    """Median over steps after ``warmup`` of the slowest rank's step time (µs)."""
+    n = min(len(r["step_s"]) for r in recs)
+    per_step = [max(r["step_s"][i] for r in recs) for i in range(warmup, n)]
+    return statistics.median(per_step) * 1e6
+
+
+def _mem_delta(recs: list[dict[str, Any]]) -> int:
+    key = "peak_cuda_allocated_bytes" if recs[0].get("peak_cuda_allocated_bytes") else None
+    if key:
+        return max(int(r[key]) for r in recs)
+    return max(int(r["peak_rss_bytes"]) - int(r["rss_before_model_bytes"]) for r in recs)
+
+
+# ------------------------------------------------------------------------------ predict
+def _sim_config(case: Case, comm_profile: Path) -> Any:
+    from echo_sim.simulate import SimConfig
+
+    n = case.nproc
+    mb = _micro_batch(case.size)
+    kw: dict[str, Any] = {"nodes": 1, "gpus_per_node": n, "cluster": "cpu-gloo",
+                          "comm_profile": str(comm_profile)}
+    if case.layout == "ddp":
+        return SimConfig(dp=n, **kw)
+    if case.layout == "fsdp":
+        return SimConfig(dp=n, fsdp=True, **kw)
+    if case.layout == "tp":
+        # train.py's tp plan keeps the embeddings and head replicated
+        return SimConfig(tp=n, vocab_parallel=False, **kw)
+    if case.layout == "pp":
+        return SimConfig(pp=n, global_batch=mb * max(PP_MICRO_BATCHES, n), schedule="1f1b",
+                         **kw)
+    raise ValueError(f"unknown layout {case.layout!r}")
+
+
+def _predict(trace: Any, case: Case, comm_profile: Path, timeline: Path | None,
+             ) -> dict[str, Any]:
+    from echo_sim.simulate import simulate
+
+    t0 = time.perf_counter()
+    res = simulate(trace, _sim_config(case, comm_profile), keep=timeline is not None)
+    out: dict[str, Any] = {
+        "iteration_time_us": res.iteration_time_us,
+        "peak_memory_bytes": res.max_peak_memory_bytes,
+        "breakdown": [{"rank": r.rank, "compute_us": round(r.compute_us, 1),
+                       "exposed_comm_us": round(r.exposed_comm_us, 1),
+                       "bubble_us": round(r.bubble_us, 1), "idle_us": round(r.idle_us, 1),
+                       "memory": r.memory} for r in res.ranks],
+        "sim_wall_s": round(time.perf_counter() - t0, 3),
+    }
+    if timeline is not None:
+        from echo_sim.export import write_echo_dirs
+
+        write_echo_dirs(res.to_trace(), timeline, overwrite=True)
+    return out
+
+
+def _collect_figures(path: Path) -> dict[str, float]:
+    from echo_sim.analysis.collect import collect
+    from echo_sim.load import load_trace
+
+    c = collect(load_trace(path))
+    return {k: round(float(getattr(c, k)), 1) for k in (
+        "iteration_time_us", "fwbw_us", "compute_us", "comm_us", "overlapped_us", "exposed_us")}
+
+
+# ------------------------------------------------------------------------------ driver
+def _err_pct(pred: float, meas: float) -> float:
+    return 100.0 * (pred - meas) / meas if meas else float("nan")
+
+
+def run_benchmark(cases: tuple[Case, ...], *, reps: int, steps: int, warmup: int, root: Path,
+                  diagnose: bool, profile_sizes: str = "1KB..16MB", profile_iters: int = 7,
+                  comm_profile: Path | None = None, timeout: float = 300,
+                  log: Any = sys.stderr) -> dict[str, Any]:
+    """Run every case ``reps`` times; return the JSON document (see the module docstring)."""
+    from echo_sim.comm_profile import save_comm_profile
+    from echo_sim.load import load_trace
+    from echo_sim.profile_comm import ProfileSpec, measure_comm_profile, parse_sizes
+
+    nprocs = sorted({c.nproc for c in cases})
+    comm = root / "comm.json"
+    if comm_profile is not None:
+        comm = comm_profile
+    else:
+        t0 = time.perf_counter()
+        spec = ProfileSpec(nproc=max(nprocs), sizes_bytes=parse_sizes(profile_sizes),
+                           group_sizes=tuple(n for n in nprocs if n != max(nprocs)),
+                           ops=("all_reduce", "all_gather", "reduce_scatter", "broadcast",
+                                "send"), iters=profile_iters, warmup=2, progress=False)
+        save_comm_profile(measure_comm_profile(spec), comm, overwrite=True)
+        print(f"comm profile: {time.perf_counter() - t0:.1f} s", file=log)
+    sizes = list(dict.fromkeys(c.size for c in cases))
+    raw: dict[str, list[dict[str, Any]]] = {c.name: [] for c in cases}
+    singles: list[dict[str, Any]] = []
+    loads: list[float] = []
+    for rep in range(reps):
+        for size in sizes:
+            base = root / f"rep{rep}" / size
+            loads.append(os.getloadavg()[0])
+            try:
+                srec = _launch(_train_flags("single", size, steps=steps, capture=base / "trace",
+                                            nproc=1), base / "single", 1, timeout)[0]
+                trace = load_trace(base / "trace")
+            except Exception as e:  # report and go on
+                print(f"rep {rep} {size}: single trace failed: {e}", file=log)
+                for c in cases:
+                    if c.size == size:
+                        raw[c.name].append({"rep": rep, "error": f"trace: {e}"})
+                continue
+            traced = _collect_figures(base / "trace")
+            singles.append({"rep": rep, "size": size, "traced_iteration_us": traced[
+                "iteration_time_us"], "rss_before_model_bytes": srec["rss_before_model_bytes"],
+                "peak_rss_bytes": srec["peak_rss_bytes"]})
+            for case in (c for c in cases if c.size == size):
+                row: dict[str, Any] = {"rep": rep}
+                dg = diagnose and rep == 0
+                try:
+                    pred = _predict(trace, case, comm, base / f"{case.layout}-sim" if dg else None)
+                    recs = _launch(_train_flags(case.layout, size, steps=steps, capture=None,
+                                                nproc=case.nproc),
+                                   base / f"{case.layout}-real", case.nproc, timeout)
+                except Exception as e:  # one failing case must not hide the others
+                    row["error"] = f"{type(e).__name__}: {e}"
+                    raw[case.name].append(row)
+                    print(f"rep {rep} {case.name}: {row['error']}", file=log)
+                    continue
+                meas = _iteration_us(recs, warmup)
+                pred_delta = pred["peak_memory_bytes"] - srec["rss_before_model_bytes"]
+                row.update(
+                    measured_us=round(meas, 1), predicted_us=round(pred["iteration_time_us"], 1),
+                    error_pct=round(_err_pct(pred["iteration_time_us"], meas), 2),
+                    measured_mem_delta_bytes=_mem_delta(recs),
+                    predicted_mem_delta_bytes=int(pred_delta),
+                    measured_peak_rss_bytes=max(int(r["peak_rss_bytes"]) for r in recs),
+                    predicted_peak_bytes=int(pred["peak_memory_bytes"]),
+                    breakdown=pred["breakdown"], sim_wall_s=pred["sim_wall_s"],
+                    load_avg_1min=round(os.getloadavg()[0], 2))
+                row["mem_error_pct"] = round(_err_pct(row["predicted_mem_delta_bytes"],
+                                                      row["measured_mem_delta_bytes"]), 2)
+                if dg:
+                    cap = base / f"{case.layout}-captured"
+                    try:
+                        _launch(_train_flags(case.layout, size, steps=steps, capture=cap,
+                                             nproc=case.nproc),
+                                base / f"{case.layout}-real-cap", case.nproc, timeout)
+                        row["diagnosis"] = {"traced_single": traced,
+                                            "real_captured": _collect_figures(cap),
+                                            "simulated": _collect_figures(
+                                                base / f"{case.layout}-sim")}
+                    except Exception as e:
+                        row["diagnosis"] = {"error": f"{type(e).__name__}: {e}"}
+                raw[case.name].append(row)
+                print(f"rep {rep} {case.name}: measured {meas / 1e3:.2f} ms, predicted "
+                      f"{pred['iteration_time_us'] / 1e3:.2f} ms ({row['error_pct']:+.1f}%), "
+                      f"memory {row['mem_error_pct']:+.1f}%", file=log)
+    return _summarise(cases, raw, singles, loads, steps=steps, warmup=warmup, reps=reps)
+
+
+def _summarise(cases: tuple[Case, ...], raw: dict[str, list[dict[str, Any]]],
+               singles: list[dict[str, Any]], loads: list[float], *, steps: int, warmup: int,
+               reps: int) -> dict[str, Any]:
+    rows = []
+    for c in cases:
+        ok = [r for r in raw[c.name] if "error_pct" in r]
+        row: dict[str, Any] = {"case": c.name, "layout": c.layout, "model": c.size,
+                               "nproc": c.nproc, "reps": raw[c.name]}
+        if ok:
+            m = statistics.median(r["measured_us"] for r in ok)
+            p = statistics.median(r["predicted_us"] for r in ok)
+            mm = statistics.median(r["measured_mem_delta_bytes"] for r in ok)
+            pm = statistics.median(r["predicted_mem_delta_bytes"] for r in ok)
+            row.update(measured_us=round(m, 1), predicted_us=round(p, 1),
+                       error_pct=round(_err_pct(p, m), 2),
+                       rep_errors_pct=[r["error_pct"] for r in ok],
+                       measured_mem_delta_bytes=int(mm), predicted_mem_delta_bytes=int(pm),
+                       mem_error_pct=round(_err_pct(pm, mm), 2))
+        else:
+            row["error"] = "; ".join(r.get("error", "") for r in raw[c.name]) or "no runs"
+        rows.append(row)
+    per_layout: dict[str, dict[str, float | None]] = {}
+    for lay in dict.fromkeys(c.layout for c in cases):
+        errs = [abs(r["error_pct"]) for r in rows if r["layout"] == lay and "error_pct" in r]
+        merrs = [abs(r["mem_error_pct"]) for r in rows if r["layout"] == lay and
+                 "mem_error_pct" in r]
+        per_layout[lay] = {
+            "median_abs_error_pct": round(statistics.median(errs), 2) if errs else None,
+            "median_abs_mem_error_pct": round(statistics.median(merrs), 2) if merrs else None,
+        }
+    return {
+        "benchmark": "accuracy",
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "machine": {"python": platform.python_version(), "platform": platform.platform(),
+                    "processor": platform.processor() or platform.machine(),
+                    "cpu_count": os.cpu_count(), "torch": _torch_version(),
+                    "load_avg_1min_at_runs": [round(x, 2) for x in loads],
+                    "device": "cpu (gloo), OMP_NUM_THREADS=1 per process"},
+        "method": {"reps": reps, "steps": steps, "warmup_steps": warmup,
+                   "cluster_preset": "cpu-gloo", "pp_micro_batches": PP_MICRO_BATCHES,
+                   "memory": "CPU RSS delta: peak RSS (ru_maxrss) minus RSS before the model "
+                             "was built, max over ranks"},
+        "single_traces": singles,
+        "cases": rows,
+        "per_layout": per_layout,
+    }
+
+
+def _torch_version() -> str:
+    try:
+        import torch
+
+        return str(torch.__version__)
+    except ImportError:
+        return "unavailable"
+
+
+def _mib(n: float) -> str:
+    return f"{n / 2**20:.1f}"
+
+
+def table(doc: dict[str, Any]) -> str:
+    """The markdown table of a result document."""
+    lines = ["| layout | model | procs | measured ms | predicted ms | error % | per-rep error % "
+             "| mem measured MiB | mem predicted MiB | mem error % |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in doc["cases"]:
+        if "error_pct" not in r:
+            lines.append(f"| {r['layout']} | {r['model']} | {r['nproc']} | failed: "
+                         f"{r['error'][:90]} | | | | | | |")
+            continue
+        reps = ", ".join(f"{e:+.1f}" for e in r["rep_errors_pct"])
+        lines.append(
+            f"| {r['layout']} | {r['model']} | {r['nproc']} | {r['measured_us'] / 1e3:.2f} | "
+            f"{r['predicted_us'] / 1e3:.2f} | {r['error_pct']:+.1f} | {reps} | "
+            f"{_mib(r['measured_mem_delta_bytes'])} | {_mib(r['predicted_mem_delta_bytes'])} | "
+            f"{r['mem_error_pct']:+.1f} |")
+    lines += ["", "| layout | median \\|time error\\| % | median \\|memory error\\| % |",
+              "|---|---|---|"]
+    for lay, v in doc["per_layout"].items():
+        t, m = v["median_abs_error_pct"], v["median_abs_mem_error_pct"]
+        lines.append(f"| {lay} | {'-' if t is None else f'{t:.1f}'} | "
+                     f"{'-' if m is None else f'{m:.1f}'} |")
+    loads = doc["machine"]["load_avg_1min_at_runs"]
+    if loads:
+        lines.append(f"\nmachine: {doc['machine']['cpu_count']} cores, 1-min load average "
+                     f"{min(loads):.1f}..{max(loads):.1f} during the runs")
+    return "\n".join(lines)
+
+
+def _flag(argv: list[str], name: str, default: str) -> str:
+    if name in argv:
+        i = argv.index(name)
+        if i + 1 >= len(argv):
+            raise SystemExit(f"{name} needs a value")
+        return argv[i + 1]
+    return default
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["--worker"]:
+        return _worker(argv[1:])
+    if "-h" in argv or "--help" in argv:
+        print(__doc__)
+        return 0
+    layouts = _flag(argv, "--layouts", "ddp,fsdp,tp,pp").split(",")
+    sizes = _flag(argv, "--sizes", "gpt-s,gpt-m,cnn").split(",")
+    bad = [s for s in sizes if s not in SIZES]
+    if bad:
+        raise SystemExit(f"--sizes {','.join(bad)}: choose from {', '.join(SIZES)}")
+    nproc = int(_flag(argv, "--nproc", "2"))
+    cases = tuple(Case(layout=c.layout, size=c.size, nproc=nproc) for c in CASES
+                  if c.layout in layouts and c.size in sizes)
+    if "tiny" in sizes:
+        cases += tuple(Case(layout=lay, size="tiny", nproc=nproc) for lay in layouts)
+    output = Path(_flag(argv, "--output", str(RESULTS)))
+    keep = _flag(argv, "--keep", "")
+    profile = _flag(argv, "--comm-profile", "")
+    os.environ["OMP_NUM_THREADS"] = "1"  # the profiling processes inherit it
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(keep) if keep else Path(tmp)
+        doc = run_benchmark(cases, reps=int(_flag(argv, "--reps", "3")),
+                            steps=int(_flag(argv, "--steps", "10")),
+                            warmup=int(_flag(argv, "--warmup", "3")), root=root,
+                            diagnose="--diagnose" in argv,
+                            profile_sizes=_flag(argv, "--profile-sizes", "1KB..16MB"),
+                            comm_profile=Path(profile) if profile else None)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(doc, indent=1) + "\n")
+    print(table(doc))
+    print(f"\nwrote {output}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,108 @@
+"""benchmarks/accuracy.py: its helpers (fast) and its whole pipeline on a tiny model (slow).
+
+The slow test traces one process, profiles gloo collectives, predicts and runs the real
+2-process DDP job once, and checks the result document; it asserts no accuracy (timings on
+a shared machine are benchmarks, not test outcomes).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks.accuracy import (
+    SIZES,
+    Case,
+    _err_pct,
+    _iteration_us,
+    _mem_delta,
+    _sim_config,
+    _summarise,
+    _train_flags,
+    main,
+    table,
+)
+
+__all__: list[str] = []
+
+
+def test_iteration_time_is_median_of_slowest_rank_after_warmup() -> None:
+    recs = [{"step_s": [9.0, 0.010, 0.020, 0.030, 0.050]},
+            {"step_s": [9.0, 0.012, 0.018, 0.040, 0.001]}]
+    # steps 1..4: slowest 0.012, 0.020, 0.040, 0.050 -> median 0.030 s
+    assert _iteration_us(recs, 1) == pytest.approx(30_000.0)
+    # a rank with fewer steps limits the steps compared
+    assert _iteration_us([recs[0], {"step_s": [1.0, 0.5]}], 1) == pytest.approx(500_000.0)
+
+
+def test_memory_delta_is_worst_rank_rss_growth() -> None:
+    recs = [{"rss_before_model_bytes": 100, "peak_rss_bytes": 400},
+            {"rss_before_model_bytes": 50, "peak_rss_bytes": 500}]
+    assert _mem_delta(recs) == 450
+    cuda = [{**r, "peak_cuda_allocated_bytes": b} for r, b in zip(recs, (7, 9), strict=True)]
+    assert _mem_delta(cuda) == 9
+
+
+def test_flags_and_configs_match_the_real_job() -> None:
+    flags = _train_flags("pp", "tiny", steps=6, capture=None, nproc=2)
+    assert flags[flags.index("--global-batch") + 1] == "8"  # micro-batch 2 x 4 micro-batches
+    cap = _train_flags("single", "gpt-s", steps=10, capture=Path("/t"), nproc=1)
+    assert cap[cap.index("--trace-end") + 1] == "9" and "--capture" in cap
+    p = Path("comm.json")
+    tp = _sim_config(Case(layout="tp", size="gpt-s"), p)
+    assert (tp.tp, tp.dp, tp.vocab_parallel, tp.cluster) == (2, 1, False, "cpu-gloo")
+    fsdp = _sim_config(Case(layout="fsdp", size="gpt-m"), p)
+    assert (fsdp.dp, fsdp.fsdp, fsdp.gpus_per_node) == (2, True, 2)
+    pp = _sim_config(Case(layout="pp", size="cnn"), p)
+    assert (pp.pp, pp.global_batch, pp.schedule) == (2, 128, "1f1b")
+    assert set(SIZES) >= {"gpt-s", "gpt-m", "cnn", "tiny"}
+
+
+def test_summary_medians_and_table() -> None:
+    reps = [{"rep": i, "measured_us": m, "predicted_us": p, "error_pct": _err_pct(p, m),
+             "measured_mem_delta_bytes": 100 << 20, "predicted_mem_delta_bytes": 110 << 20}
+            for i, (m, p) in enumerate(((100.0, 90.0), (120.0, 130.0), (110.0, 99.0)))]
+    doc = _summarise((Case(layout="ddp", size="tiny"), Case(layout="tp", size="tiny")),
+                     {"ddp/tiny": reps, "tp/tiny": [{"rep": 0, "error": "boom"}]}, [], [1.5],
+                     steps=6, warmup=2, reps=3)
+    ddp, tp = doc["cases"]
+    assert (ddp["measured_us"], ddp["predicted_us"]) == (110.0, 99.0)
+    assert ddp["error_pct"] == -10.0 and ddp["mem_error_pct"] == 10.0
+    assert doc["per_layout"]["ddp"] == {"median_abs_error_pct": 10.0,
+                                        "median_abs_mem_error_pct": 10.0}
+    assert tp["error"] == "boom" and doc["per_layout"]["tp"]["median_abs_error_pct"] is None
+    text = table(doc)
+    assert "| ddp | tiny | 2 | 0.11 | 0.10 | -10.0 | -10.0, +8.3, -10.0 | 100.0 | 110.0 | +10.0 |" \
+        in text
+    assert "| tp | tiny | 2 | failed: boom" in text
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+def test_pipeline_end_to_end_on_a_tiny_model(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    out = tmp_path / "accuracy.json"
+    assert main(["--sizes", "tiny", "--layouts", "ddp", "--reps", "1", "--steps", "5",
+                 "--warmup", "2", "--profile-sizes", "1KB,4KB", "--keep",
+                 str(tmp_path / "work"), "--output", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["benchmark"] == "accuracy"
+    assert {"platform", "cpu_count", "torch", "load_avg_1min_at_runs"} <= set(doc["machine"])
+    assert (tmp_path / "work" / "comm.json").is_file()
+    assert (tmp_path / "work" / "rep0" / "tiny" / "trace" / "0_0" / "trace.json").is_file()
+    (case,) = doc["cases"]
+    assert case["case"] == "ddp/tiny", case
+    assert "error" not in case, case
+    assert case["measured_us"] > 0 and case["predicted_us"] > 0
+    assert case["error_pct"] == pytest.approx(
+        100 * (case["predicted_us"] - case["measured_us"]) / case["measured_us"], abs=0.01)
+    assert case["measured_mem_delta_bytes"] > 0 and case["predicted_mem_delta_bytes"] > 0
+    (rep,) = case["reps"]
+    assert {"measured_peak_rss_bytes", "predicted_peak_bytes", "breakdown",
+            "load_avg_1min"} <= set(rep)
+    assert rep["breakdown"][0]["compute_us"] > 0
+    assert set(doc["per_layout"]) == {"ddp"}
+    assert doc["single_traces"][0]["rss_before_model_bytes"] > 0
