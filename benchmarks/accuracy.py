@@ -28,7 +28,10 @@ Usage::
 
     python benchmarks/accuracy.py [--reps 3] [--layouts ddp,fsdp,tp,pp] [--sizes gpt-s,gpt-m,cnn]
         [--steps 10] [--warmup 3] [--diagnose] [--keep DIR] [--output FILE]
-        [--comm-profile FILE | --profile-sizes 1KB..16MB] [--nproc 2]
+        [--comm-profile FILE | --profile-sizes 1KB..16MB] [--nproc 2] [--no-plain-single]
+
+``--no-plain-single`` skips the uncaptured 1-process run kept beside each trace to measure
+capture overhead (the traced op times the prediction starts from include it).
 
 Prints a markdown table and writes ``benchmarks/results/accuracy.json``.
 """
@@ -229,7 +232,8 @@ def _err_pct(pred: float, meas: float) -> float:
 
 def run_benchmark(cases: tuple[Case, ...], *, reps: int, steps: int, warmup: int, root: Path,
                   diagnose: bool, profile_sizes: str = "1KB..16MB", profile_iters: int = 7,
-                  comm_profile: Path | None = None, timeout: float = 300,
+                  comm_profile: Path | None = None, plain_single: bool = True,
+                  timeout: float = 300,
                   log: Any = sys.stderr) -> dict[str, Any]:
     """Run every case ``reps`` times; return the JSON document (see the module docstring)."""
     from echo_sim.comm_profile import save_comm_profile
@@ -267,9 +271,19 @@ def run_benchmark(cases: tuple[Case, ...], *, reps: int, steps: int, warmup: int
                         raw[c.name].append({"rep": rep, "error": f"trace: {e}"})
                 continue
             traced = _collect_figures(base / "trace")
-            singles.append({"rep": rep, "size": size, "traced_iteration_us": traced[
+            single = {"rep": rep, "size": size, "traced_iteration_us": traced[
                 "iteration_time_us"], "rss_before_model_bytes": srec["rss_before_model_bytes"],
-                "peak_rss_bytes": srec["peak_rss_bytes"]})
+                "peak_rss_bytes": srec["peak_rss_bytes"]}
+            if plain_single:
+                # the same 1-process job without capture: capture overhead in the trace
+                # inflates every predicted op time by this ratio
+                try:
+                    prec = _launch(_train_flags("single", size, steps=steps, capture=None,
+                                                nproc=1), base / "single-plain", 1, timeout)
+                    single["plain_iteration_us"] = round(_iteration_us(prec, warmup), 1)
+                except Exception as e:  # a diagnostic only
+                    single["plain_error"] = f"{type(e).__name__}: {e}"
+            singles.append(single)
             for case in (c for c in cases if c.size == size):
                 row: dict[str, Any] = {"rep": rep}
                 dg = diagnose and rep == 0
@@ -442,7 +456,8 @@ def main(argv: list[str] | None = None) -> int:
                             warmup=int(_flag(argv, "--warmup", "3")), root=root,
                             diagnose="--diagnose" in argv,
                             profile_sizes=_flag(argv, "--profile-sizes", "1KB..16MB"),
-                            comm_profile=Path(profile) if profile else None)
+                            comm_profile=Path(profile) if profile else None,
+                            plain_single="--no-plain-single" not in argv)
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(doc, indent=1) + "\n")
     print(table(doc))

@@ -1,8 +1,9 @@
 """Capture overhead: step time with ``echo_trace.capture`` ÷ the same loop without it.
 
-Also ``torch.profiler.profile`` (CPU activities) on the same loop, for comparison. One
-process, one model, one optimizer: blocks of steps run in turn without capture, with
-capture and under the profiler, in a rotating order, for many repetitions, so drift and
+Also ``torch.profiler.profile`` (CPU activities) on the same loop, for comparison, and
+capture with its memory sampler off (to show the sampler's share). One process, one
+model, one optimizer: blocks of steps run in turn without capture, with capture and
+under the profiler, in a rotating order, for many repetitions, so drift and
 noise from other processes hit every mode alike. Reported per mode: the median step time
 over all timed steps, and the overhead as the median over repetitions of
 (mode's block median ÷ plain block median of the same repetition) − 1.
@@ -44,7 +45,7 @@ from examples.models import GPT, GPTConfig, token_batch
 
 __all__ = ["BenchConfig", "MODES", "main", "parse_flags", "run_benchmark"]
 
-MODES = ("plain", "capture", "profiler")
+MODES = ("plain", "capture", "capture_nomem", "profiler")
 CLOCKS = ("wall", "cpu")  # wall time; CPU time of this process (all its threads)
 RESULTS = Path(__file__).resolve().parent / "results" / "overhead.json"
 
@@ -115,13 +116,15 @@ def _plain(_tmp: Path) -> contextlib.AbstractContextManager[Any]:
     return contextlib.nullcontext()
 
 
-def _capture(steps: int) -> Callable[[Path], contextlib.AbstractContextManager[Any]]:
+def _capture(steps: int, **settings: Any,
+             ) -> Callable[[Path], contextlib.AbstractContextManager[Any]]:
     import echo_trace
 
     def make(tmp: Path) -> contextlib.AbstractContextManager[Any]:
         # window = the whole block: step 0 opens it, the optimizer step of step
         # ``steps + 1`` closes it and writes the files (that step is not timed)
-        return echo_trace.capture(out_dir=str(tmp), start_step=0, end_step=steps + 2)
+        return echo_trace.capture(out_dir=str(tmp), start_step=0, end_step=steps + 2,
+                                  **settings)
 
     return make
 
@@ -147,7 +150,8 @@ def run_benchmark(cfg: BenchConfig) -> dict[str, Any]:
     """Run the interleaved blocks; return the results (also what is written as JSON)."""
     torch.set_num_threads(cfg.threads)
     loop = Loop(cfg)
-    makers = {"plain": _plain, "capture": _capture(cfg.steps), "profiler": _profiler}
+    makers = {"plain": _plain, "capture": _capture(cfg.steps),
+              "capture_nomem": _capture(cfg.steps, memory_interval_ms=0), "profiler": _profiler}
     step_s: dict[str, dict[str, list[float]]] = {k: {m: [] for m in MODES} for k in CLOCKS}
     block_median_s: dict[str, dict[str, list[float]]] = {k: {m: [] for m in MODES}
                                                         for k in CLOCKS}
@@ -157,7 +161,8 @@ def run_benchmark(cfg: BenchConfig) -> dict[str, Any]:
         for _ in range(3):  # warm-up: allocator, AdamW state, lazy init
             loop.step()
         for rep in range(cfg.reps):
-            order = MODES[rep % 3:] + MODES[:rep % 3]  # rotate, so no mode always runs first
+            k = rep % len(MODES)
+            order = MODES[k:] + MODES[:k]  # rotate, so no mode always runs first
             for mode in order:
                 tmp = root / f"{mode}{rep}"
                 spent: list[float] = []
@@ -234,6 +239,7 @@ def markdown(result: dict[str, Any]) -> str:
         "|---|---|---|---|---|---|",
     ]
     labels = {"plain": "no capture", "capture": "echo_trace.capture (defaults)",
+              "capture_nomem": "echo_trace.capture, memory sampler off",
               "profiler": "torch.profiler (CPU)"}
     for m in MODES:
         for clock in CLOCKS:

@@ -91,6 +91,12 @@ def _make_hook(hs: DDPHookState) -> Callable[..., Any]:
                 buf = bucket.buffer()
                 buf.div_(hs.group.size())
                 work = dist.all_reduce(buf, group=hs.group, async_op=True)
+                if token is not None:
+                    # Our end callback goes first: DDP's `.then` continuation below runs
+                    # the reducer's Python-free work, but ours must not queue behind it.
+                    with rec.guard("comm ddp hook end"):
+                        tracer.end_when_done([token], work)
+                    token = None
                 fut = work.get_future().then(lambda f: f.value()[0])
         except BaseException:
             if token is not None:

@@ -23,10 +23,14 @@ from torch import nn
 
 __all__ = [
     "GPT",
+    "MLP",
+    "Block",
     "CNNConfig",
+    "CausalSelfAttention",
     "GPTConfig",
     "SmallCNN",
     "image_batch",
+    "stage_bounds",
     "token_batch",
 ]
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import gc
 import json
 import os
 import sys
@@ -49,7 +50,10 @@ from examples.models import (  # noqa: E402
     token_batch,
 )
 
-__all__ = ["LAYOUTS", "MODELS", "Job", "TrainConfig", "build_job", "main", "parse_flags", "train"]
+__all__ = [
+    "LAYOUTS", "MODELS", "Job", "TrainConfig", "apply_ddp", "apply_fsdp", "apply_tp",
+    "build_job", "main", "parse_flags", "train",
+]
 
 LAYOUTS = ("single", "ddp", "fsdp", "tp", "pp")
 MODELS = ("gpt", "cnn")
@@ -378,7 +382,7 @@ def _maybe_capture(cfg: TrainConfig) -> Iterator[None]:
         return
     import echo_trace  # only with --capture: the plain script never imports it
 
-    with echo_trace.capture(out_dir=cfg.trace_dir, start_step=cfg.trace_start,  # type: ignore[attr-defined]
+    with echo_trace.capture(out_dir=cfg.trace_dir, start_step=cfg.trace_start,
                             end_step=cfg.trace_end):
         yield
 
@@ -414,6 +418,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"train.py: {e}", file=sys.stderr)
             return 2
         train(cfg, job)
+        if dist.is_initialized():
+            dist.barrier()  # no rank tears down while a peer still communicates
+        # Free the model (DDP's reducer, FSDP / pipeline state hold process-group work)
+        # before the group goes: gloo aborts now and then if they outlive it.
+        del job
+        gc.collect()
     finally:
         if dist.is_initialized():
             dist.destroy_process_group()

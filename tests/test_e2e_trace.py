@@ -29,7 +29,7 @@ import networkx as nx
 import pytest
 
 from examples.models import GPT, CNNConfig, GPTConfig, SmallCNN
-from tests.harness import REPO, base_env, free_port, run_torchrun
+from tests.harness import REPO, base_env, free_port, run_python, run_torchrun
 
 pytestmark = pytest.mark.slow
 
@@ -244,6 +244,31 @@ def test_training_unchanged_and_finished(job: Job) -> None:
     assert all(math.isfinite(float(ln.split()[-1])) for ln in lines)
 
 
+@pytest.fixture(scope="module")
+def reference_losses() -> list[float]:
+    """Untraced single process on the same global batch (2 micro-batches of 4)."""
+    proc = run_python([TRAIN, "--steps", str(STEPS), "--print-losses", "--global-batch", "8",
+                       *_flags("gpt")], timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return mean_losses(proc.stdout)
+
+
+def mean_losses(stdout: str) -> list[float]:
+    per: dict[int, list[float]] = defaultdict(list)
+    for ln in stdout.splitlines():
+        if ln.startswith("rank "):
+            per[int(ln.split()[3])].append(float(ln.split()[5]))
+    return [sum(v) / len(v) for _, v in sorted(per.items())]
+
+
+@pytest.mark.parametrize("spec", ["ddp-gpt-run", "ddp-gpt-pth", "fsdp-gpt-pth", "pp-gpt-run"])
+def test_traced_losses_match_untraced_single_process(
+        spec: str, reference_losses: list[float],
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    job = get_job(spec, tmp_path_factory)
+    assert mean_losses(job.stdout) == pytest.approx(reference_losses, rel=1e-5)
+
+
 def test_steps_counted(job: Job) -> None:
     for rt in job.ranks.values():
         assert rt.meta["steps"] == list(range(START, END))
@@ -325,6 +350,20 @@ def test_ddp_comm_bytes_equal_gradient_bytes(spec: str,
     seqs = [[(e["args"]["seq"], e["args"]["bytes"]) for e in comm(rt, path="ddp")]
             for rt in job.ranks.values()]
     assert seqs[0] == seqs[1]
+
+
+@pytest.mark.parametrize("spec", ["ddp-gpt-run", "ddp-cnn-run"])
+def test_ddp_comm_ends_before_update(spec: str, tmp_path_factory: pytest.TempPathFactory,
+                                     ) -> None:
+    """DDP's backward returns only once every bucket's all-reduce is done, so a bucket's
+    Comm slice (which ends when its result is ready) ends before that step's UPDATE."""
+    job = get_job(spec, tmp_path_factory)
+    for rt in job.ranks.values():
+        for step in range(START, END):
+            update = rt.x("UPDATE", step)[0]["ts"]
+            late = [(e["name"], e["ts"] + e["dur"] - update) for e in comm(rt, step, path="ddp")
+                    if e["ts"] + e["dur"] > update + 1.0]
+            assert not late, f"rank {rt.meta['rank']} step {step}: ends after UPDATE (us): {late}"
 
 
 def test_fsdp_all_gather_and_reduce_scatter(tmp_path_factory: pytest.TempPathFactory) -> None:

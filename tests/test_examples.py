@@ -18,6 +18,7 @@ import torch
 
 from examples.models import (
     GPT,
+    Block,
     CNNConfig,
     GPTConfig,
     SmallCNN,
@@ -77,7 +78,9 @@ def test_qkv_layout_shards_whole_heads() -> None:
     """Megatron layout: summing two column/row half-shards reproduces the full attention."""
     torch.manual_seed(0)
     cfg = GPTConfig(hidden=32, heads=4, layers=1, seq_len=8)
-    full = GPT(cfg).blocks["0"].attn
+    block = GPT(cfg).blocks["0"]
+    assert isinstance(block, Block)
+    full = block.attn
     x = torch.randn(2, 8, 32)
     want = full(x)
     got = torch.zeros_like(want)
@@ -159,6 +162,17 @@ def test_parse_flags_golden() -> None:
 def test_parse_flags_rejects(argv: list[str], msg: str) -> None:
     with pytest.raises(ValueError, match=re.escape(msg)):
         parse_flags(argv)
+
+
+def test_help_lists_every_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    from examples.train import main
+
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    for flag in ("--layout", "--model", "--steps", "--micro-batch", "--global-batch", "--layers",
+                 "--hidden", "--heads", "--seq", "--capture", "--trace-dir", "--seed",
+                 "--print-losses", "--time-steps"):
+        assert flag in out
 
 
 def test_distributed_layout_without_launcher_exits_2() -> None:

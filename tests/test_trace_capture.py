@@ -309,7 +309,11 @@ def test_trace_on_autostart_in_a_fresh_interpreter(tmp_path):
 
 
 # ------------------------------------------------------------------ two ranks
-def _clock_rank(rank, world_size, out_dir, block_rank):
+def _clock_rank(rank, world_size, out_dir, block_rank, two_hosts=False):
+    if two_hosts and rank == 1:  # pretend rank 1 runs elsewhere: its offset is measured
+        from echo_trace import clock as et_clock
+
+        et_clock.socket.gethostname = lambda: "another-host"
     if rank == block_rank:  # this rank's directory is taken: its capture stays off
         d = Path(out_dir) / f"0_{rank}"
         d.mkdir(parents=True, exist_ok=True)
@@ -340,4 +344,19 @@ def test_two_ranks_clock_alignment(block_rank):
         assert 1 not in metas
     else:
         assert metas[1]["clock_sync"] == "all_gather" and metas[1]["rank"] == 1
-        assert abs(metas[1]["clock_offset_us"]) < 100_000  # same host: barrier skew only
+        assert metas[1]["clock_offset_us"] == 0.0  # same host as rank 0: one kernel clock
+
+
+@pytest.mark.slow
+def test_two_ranks_clock_offset_measured_across_hosts():
+    with tempfile.TemporaryDirectory() as d:
+        spawn(_clock_rank, 2, d, -1, True, timeout=120)
+        m1 = json.loads((Path(d) / "0_1" / "meta.json").read_text())
+        doc1 = json.loads((Path(d) / "0_1" / "trace.json").read_text())
+        doc0 = json.loads((Path(d) / "0_0" / "trace.json").read_text())
+    assert m1["clock_sync"] == "all_gather" and m1["clock_offset_us"] != 0.0
+    assert abs(m1["clock_offset_us"]) < 100_000  # really one host: only barrier skew
+    # the steps of the two ranks (synchronised by a barrier) line up on the shared clock
+    s0 = [e["ts"] for e in doc0["traceEvents"] if e["name"] == "STEP"]
+    s1 = [e["ts"] for e in doc1["traceEvents"] if e["name"] == "STEP"]
+    assert len(s0) == len(s1) == 2 and abs(s0[1] - s1[1]) < 200_000
