@@ -1,9 +1,10 @@
 """Read any supported trace into the one in-memory :class:`~echo_sim.trace.model.Trace`.
 
 ``load_trace(path)`` looks at what the path holds (see :mod:`echo_sim.load.discover`):
-echo_trace rank directories, ByteProfile/dPRO directories, or PyTorch profiler (Kineto)
-JSON files; one rank directory, a root of many, or a single file. Bad input ends in one
-:class:`~echo_sim.errors.EchoError` whose one-line message names the file and the problem.
+echo_trace rank directories, ByteProfile/dPRO directories, PyTorch profiler (Kineto) JSON
+files or a TrioSim trace.csv; one rank directory, a root of many, or a single file. Bad input
+ends in one :class:`~echo_sim.errors.EchoError` whose one-line message names the file and the
+problem.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from echo_sim.load.byteprofile import load_byteprofile
 from echo_sim.load.discover import FORMATS, RankSource, discover
 from echo_sim.load.echo import load_echo
 from echo_sim.load.kineto import load_kineto
+from echo_sim.load.triosim import load_triosim
 from echo_sim.trace.model import Trace
 from echo_sim.validate import check_times, raise_fatal, validate
 
@@ -25,7 +27,8 @@ __all__ = ["FORMATS", "PROGRESS_MIN_FILES", "RankSource", "discover", "load_trac
 PROGRESS_MIN_FILES = 8
 """With ``progress=None``, a bar is shown for this many files or more (stderr a tty)."""
 
-_LOADERS = {"echo": load_echo, "byteprofile": load_byteprofile, "kineto": load_kineto}
+_LOADERS = {"echo": load_echo, "byteprofile": load_byteprofile, "kineto": load_kineto,
+            "triosim": load_triosim}
 
 
 def _progress_wrapper(

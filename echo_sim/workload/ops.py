@@ -203,6 +203,7 @@ class Workload:
 
 
 # --------------------------------------------------------------------------- extraction
+_NEST_TOL_US = 1.0  # see _step_ops
 _PHASE = {int(Cat.FW): "F", int(Cat.BW): "B", int(Cat.UPDATE): "U"}
 
 
@@ -248,8 +249,13 @@ def _step_ops(trace: Trace, rank: int, step: int) -> tuple[list[dict[str, Any]],
     order = np.lexsort((-dur, ts))  # parents before their children
     comp, ts, dur = comp[order], ts[order], dur[order]
     end = ts + dur
+    # An event is a parent (not a leaf) when the next one starts inside it and ends inside
+    # it: ts[j] < end[i] - tol and end[j] <= end[i] + tol. tol = 1 µs absorbs the float64
+    # rounding of Unix-epoch µs timestamps (spacing 0.25 µs at 1.8e15 µs), which makes
+    # consecutive siblings overlap by a fraction of a µs.
+    tol = _NEST_TOL_US
     leaf = np.ones(comp.size, dtype=bool)
-    leaf[:-1] = ts[1:] >= end[:-1] - 1e-6
+    leaf[:-1] = ~((ts[1:] < end[:-1] - tol) & (end[1:] <= end[:-1] + tol))
     comp, ts, end = comp[leaf], ts[leaf], end[leaf]
     crow = rows[cats == int(Cat.COMM)]
     iv = np.stack([ev.ts_us[crow], ev.ts_us[crow] + ev.dur_us[crow]], axis=1) if crow.size \
