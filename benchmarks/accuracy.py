@@ -4,7 +4,9 @@ For every case (a parallel layout × an example model size) and every repetition
 
 1. trace a 1-process run of the same model and micro-batch (``examples/train.py --layout
    single --capture``), shared by all layouts of that model size in the repetition;
-2. profile the gloo collectives once (``profile-comm --nproc 2``, 1 KB..16 MB);
+2. profile the gloo collectives once (``profile-comm --nproc 2``, 1 KB..16 MB) in busy mode
+   (5 ms of compute on every rank before each timed collective; also measures the compute
+   slowdown of ranks sharing the host's cores);
 3. predict with :func:`echo_sim.simulate.simulate` (``--dp/--tp/--pp``, ``cluster cpu-gloo``,
    1 node × 2, the measured profile) — iteration time and peak memory;
 4. run the real job under torchrun (2 processes, ``OMP_NUM_THREADS=1`` each, no capture)
@@ -66,6 +68,10 @@ SIZES: dict[str, tuple[str, ...]] = {
     "tiny": ("--model", "gpt", "--layers", "2", "--hidden", "32", "--seq", "16",
              "--vocab", "64", "--micro-batch", "2"),
 }
+# Busy-mode comm profile (echo_sim.profile_comm): 5 ms of compute on every rank before each
+# timed collective, as the ranks of a training step arrive from compute; it also measures
+# the compute slowdown of 2 ranks sharing this host's cores.
+PROFILE_BUSY_US = 5000.0
 PP_MICRO_BATCHES = 4  # 1F1B over 4 micro-batches per step, so the schedule has a steady state
 
 
@@ -249,7 +255,8 @@ def run_benchmark(cases: tuple[Case, ...], *, reps: int, steps: int, warmup: int
         spec = ProfileSpec(nproc=max(nprocs), sizes_bytes=parse_sizes(profile_sizes),
                            group_sizes=tuple(n for n in nprocs if n != max(nprocs)),
                            ops=("all_reduce", "all_gather", "reduce_scatter", "broadcast",
-                                "send"), iters=profile_iters, warmup=2, progress=False)
+                                "send"), iters=profile_iters, warmup=2, progress=False,
+                           busy_us=PROFILE_BUSY_US)
         save_comm_profile(measure_comm_profile(spec), comm, overwrite=True)
         print(f"comm profile: {time.perf_counter() - t0:.1f} s", file=log)
     sizes = list(dict.fromkeys(c.size for c in cases))

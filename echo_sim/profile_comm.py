@@ -16,6 +16,17 @@ Method (as nccl-tests and the OSU micro-benchmarks do): ``warmup`` untimed runs,
 (all-reduce MAX of the per-rank times); the profile keeps the median. Sizes are whole-buffer
 bytes (nccl-tests convention) of float32 tensors, rounded to a multiple of 4·nproc bytes.
 A hard timeout kills every process.
+
+Busy mode (``busy_us > 0``), for hosts where the ranks share CPU cores (gloo on CPU): each
+timed run is preceded, instead of a barrier, by the same fixed amount of compute on every
+rank (``busy_us`` of matrix products when one rank runs them alone), as in training, where
+ranks reach a collective straight from compute. A run's time then includes the wait for a
+peer that was descheduled or slowed down, which an idle barrier-aligned profile hides.
+Busy mode also records the compute contention as two extra rows keyed by the number of
+matrix products: ``compute_alone`` (rank 0 running the work alone, the others waiting in a
+barrier) and ``compute`` (all ranks running it at once, the median over ranks and runs);
+:mod:`echo_sim.simulate` divides them to slow down co-located ranks' compute
+(:data:`COMPUTE_OPS`).
 """
 
 from __future__ import annotations
@@ -38,6 +49,7 @@ from echo_sim.comm_profile import CommProfile
 from echo_sim.errors import ConfigError, ProfileError
 
 __all__ = [
+    "COMPUTE_OPS",
     "DEFAULT_SIZES",
     "PROFILE_OPS",
     "ProfileSpec",
@@ -49,6 +61,11 @@ __all__ = [
 PROFILE_OPS: tuple[str, ...] = (
     "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send",
 )
+
+COMPUTE_OPS: tuple[str, str] = ("compute_alone", "compute")
+"""Busy-mode rows: (fixed compute work alone, the same work on all ranks at once)."""
+
+_BUSY_N = 96  # side of the float32 matrices the busy work multiplies (~0.2 MFLOP each)
 
 _UNITS = {"": 1, "B": 1, "K": 1 << 10, "KB": 1 << 10, "KIB": 1 << 10, "M": 1 << 20,
           "MB": 1 << 20, "MIB": 1 << 20, "G": 1 << 30, "GB": 1 << 30, "GIB": 1 << 30}
@@ -100,6 +117,7 @@ class ProfileSpec:
     ops: tuple[str, ...] = PROFILE_OPS
     timeout_s: float = 600.0
     progress: bool = True
+    busy_us: float = 0.0  # > 0: busy mode (see the module docstring)
 
     def __post_init__(self) -> None:
         if self.nproc < 2:
@@ -120,6 +138,8 @@ class ProfileSpec:
                               f"2..{self.nproc} (--nproc)")
         if not self.timeout_s > 0:
             raise ConfigError(f"--timeout {self.timeout_s} must be > 0")
+        if not 0 <= self.busy_us <= 1e6:
+            raise ConfigError(f"--busy-us {self.busy_us}: must be in 0..1000000 (0: idle mode)")
 
 
 # ------------------------------------------------------------------------------ worker side
@@ -187,6 +207,8 @@ def _worker(rank: int, nproc: int, store_path: str, backend: str, spec: ProfileS
             bar = tqdm(total=len(_plan(spec)) * len(spec.sizes_bytes), file=sys.stderr,
                        desc="profile-comm", unit="size")
         results: list[dict[str, Any]] = []
+        busy = _busy_setup(spec, rank, nproc, device) if spec.busy_us > 0 else None
+        busy_times: list[float] = []
         for op, gsize in _plan(spec):
             # every rank creates every group (a collective call); members 0..gsize-1 run it
             group = None if gsize == nproc else dist.new_group(list(range(gsize)))
@@ -200,7 +222,10 @@ def _worker(rank: int, nproc: int, store_path: str, backend: str, spec: ProfileS
                 sync()
                 local = []
                 for _ in range(spec.iters):
-                    dist.barrier()
+                    if busy is None:
+                        dist.barrier()
+                    else:
+                        busy_times.append(busy.run())
                     sync()
                     t0 = time.perf_counter()
                     if run is not None:
@@ -219,6 +244,8 @@ def _worker(rank: int, nproc: int, store_path: str, backend: str, spec: ProfileS
                             "sizes_bytes": sizes, "times_us": medians})
         if bar is not None:
             bar.close()
+        if busy is not None:
+            results.extend(busy.rows(busy_times))
         if rank == 0:
             name = torch.cuda.get_device_name(device) if backend == "nccl" else _cpu_name()
             out = {"backend": backend, "device": "cuda" if backend == "nccl" else "cpu",
@@ -229,6 +256,58 @@ def _worker(rank: int, nproc: int, store_path: str, backend: str, spec: ProfileS
         dist.barrier()
     finally:
         dist.destroy_process_group()
+
+
+class _Busy:
+    """Fixed compute work (``reps`` products of two _BUSY_N² float32 matrices)."""
+
+    def __init__(self, reps: int, alone_us: float, nproc: int, device: Any) -> None:
+        import torch
+
+        self.reps, self.alone_us, self.nproc = reps, alone_us, nproc
+        self.a = torch.rand(_BUSY_N, _BUSY_N, device=device)
+        self.b = torch.rand(_BUSY_N, _BUSY_N, device=device)
+
+    def run(self) -> float:
+        """Do the work once; its wall time (µs)."""
+        import torch
+
+        t0 = time.perf_counter()
+        for _ in range(self.reps):
+            torch.mm(self.a, self.b)
+        return (time.perf_counter() - t0) * 1e6
+
+    def rows(self, local_us: list[float]) -> list[dict[str, Any]]:
+        """The ``compute_alone`` and ``compute`` rows (median over every rank's runs)."""
+        import torch
+        import torch.distributed as dist
+
+        mine = torch.tensor(local_us, dtype=torch.float64)
+        every = [torch.empty_like(mine) for _ in range(self.nproc)]
+        dist.all_gather(every, mine)
+        concurrent = statistics.median(torch.cat(every).tolist())
+        return [{"op": op, "group_size": self.nproc, "sizes_bytes": [self.reps],
+                 "times_us": [t]} for op, t in zip(COMPUTE_OPS, (self.alone_us, concurrent),
+                                                   strict=True)]
+
+
+def _busy_setup(spec: ProfileSpec, rank: int, nproc: int, device: Any) -> _Busy:
+    """Calibrate the busy work on rank 0 alone (the others wait in a barrier) to take
+    ``spec.busy_us``; every rank then does the same number of products."""
+    import torch
+    import torch.distributed as dist
+
+    probe = _Busy(20, 0.0, nproc, device)
+    cal = torch.zeros(2, dtype=torch.float64)
+    if rank == 0:
+        probe.run()  # warm-up
+        per_rep = statistics.median(probe.run() for _ in range(5)) / probe.reps
+        reps = max(1, round(spec.busy_us / per_rep))
+        work = _Busy(reps, 0.0, nproc, device)
+        alone = statistics.median(work.run() for _ in range(5))
+        cal = torch.tensor([reps, alone], dtype=torch.float64)
+    dist.broadcast(cal, 0)  # the others wait here while rank 0 runs alone
+    return _Busy(int(cal[0]), float(cal[1]), nproc, device)
 
 
 def _cpu_name() -> str:

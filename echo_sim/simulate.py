@@ -275,10 +275,10 @@ def simulate(trace: Trace | Workload, config: SimConfig, *, comm: Any = None,
     _check_workload(config, workload, m)
     cluster = _resolve_cluster(config)
     models: list[str] = []
+    profile = None
     if comm is None:
         from echo_sim.collectives import CommModel
 
-        profile = None
         if config.comm_profile:
             from echo_sim.comm_profile import load_comm_profile
 
@@ -297,6 +297,10 @@ def simulate(trace: Trace | Workload, config: SimConfig, *, comm: Any = None,
     cs = compute_scaling(workload, target_gpu, factor=config.compute_factor)
     models.append(cs.description)
     base = base * cs.factors
+    share = _cpu_contention(profile, cluster) if config.compute_factor is None else None
+    if share is not None:
+        base = base * share[0]
+        models.append(share[1])
     mb_scale = mb / (workload.micro_batch or mb)
     is_cpu = cluster.gpu.name == "cpu"
     layout = Layout(dp=config.dp, tp=config.tp, pp=config.pp, virtual=config.virtual_stages,
@@ -331,6 +335,28 @@ def simulate(trace: Trace | Workload, config: SimConfig, *, comm: Any = None,
         simulated_ranks=built.ranks, num_tasks=len(built.graph),
         built=built if keep else None, schedule=sched if keep else None,
         workload=workload if keep else None)
+
+
+def _cpu_contention(profile: Any, cluster: Any) -> tuple[float, str] | None:
+    """Compute slowdown of ranks sharing a CPU host, from a busy-mode profile (or None).
+
+    The traced run was one process; on a gloo host the job's ``k`` co-located ranks (and
+    their communication threads) share the cores, so each op runs slower by the measured
+    ratio ``t(k ranks computing at once) / t(one rank alone)`` of the same fixed work
+    (:mod:`echo_sim.profile_comm` busy mode, rows ``compute`` / ``compute_alone``).
+    Applies when the cluster is a CPU one and the profile measured ``k`` ranks.
+    """
+    if profile is None or cluster.gpu.name != "cpu":
+        return None
+    from echo_sim.profile_comm import COMPUTE_OPS
+
+    k = min(cluster.gpus_per_node, cluster.world_size)
+    alone, busy = ((profile.samples.get((op, k)) or [None])[0] for op in COMPUTE_OPS)
+    if k < 2 or alone is None or busy is None or not alone[1] > 0:
+        return None
+    f = max(1.0, busy[1] / alone[1])
+    return f, (f"compute: x{f:.3g} for {k} ranks sharing a CPU host (busy-mode profile: "
+               f"{busy[1]:.0f} us with all ranks computing / {alone[1]:.0f} us alone)")
 
 
 def _gpu(name: str) -> Any:

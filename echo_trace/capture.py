@@ -30,7 +30,7 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
 
-from echo_trace.clock import ClockMap, CpuTimer, CudaTimer, measure_offset_us
+from echo_trace.clock import ClockMap, CpuTimer, CudaTimer, sync_clock
 from echo_trace.config import DEFAULT_MAX_EVENTS, CaptureConfig
 from echo_trace.ranks import RankInfo, detect_ranks
 from echo_trace.recorder import STEP_TID, Recorder
@@ -235,8 +235,7 @@ class Capture:
         self._refine_ranks()
         assert self._clock is not None
         try:  # every rank joins, even one whose capture is off, so peers never wait
-            off, how = measure_offset_us(self._clock, f"clock{self._seq}")
-            self._clock.offset_us, self._clock.sync_method = off, how
+            sync_clock(self._clock, f"clock{self._seq}")
         except Exception as e:  # noqa: BLE001
             rec.fail("clock sync", e)
         if not rec.enabled:
@@ -388,8 +387,7 @@ class Capture:
             backend = None
         params = self._modules.param_table() if self._modules is not None else []
         clock = self._clock
-        all_steps = sorted({int(e["args"]["step"]) for e in self.rec.events
-                            if e.get("ph") == "X"})
+        all_steps = sorted(self.rec.steps_recorded())
         partial = [s for s in all_steps if s not in self._steps]
         meta: dict[str, Any] = {
             "echo_version": _echo_version(), "torch_version": torch.__version__,
@@ -402,6 +400,7 @@ class Capture:
             "start_step": self.config.start_step, "end_step": self.config.end_step,
             "clock_offset_us": 0.0 if clock is None else clock.offset_us,
             "clock_sync": "none" if clock is None else clock.sync_method,
+            "base_time_ns": 0 if clock is None else clock.trace_base_ns,
             "timer": self._timer_name,
             "micro_batch_size": self._modules.micro_batch_size if self._modules else None,
             "params": params, "param_bytes": sum(p["bytes"] for p in params),
@@ -427,7 +426,7 @@ class Capture:
         try:
             from echo_trace import dag as dag_mod
 
-            events = list(self.rec.events)
+            events = self.rec.event_dicts()
             step = dag_mod.last_complete_step(events)
             if step is None and self._steps == [] and events:
                 step = max((e["args"]["step"] for e in events if e.get("ph") == "X"),
@@ -439,7 +438,7 @@ class Capture:
             assert self._clock is not None
             self.written = write_rank_dir(
                 self.rank_dir, events=events, meta=meta, dag_gml=gml, gzip=self.config.gzip,
-                offset_us=self._clock.base_us + self._clock.offset_us)
+                offset_us=self._clock.shift_us(), base_time_ns=self._clock.trace_base_ns)
             log.info("echo_trace: wrote %s (%d events)", self.rank_dir, len(events))
         except Exception as e:  # noqa: BLE001 - writing must not break the job either
             self.rec.fail("writing the trace", e)

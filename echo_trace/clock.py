@@ -1,9 +1,13 @@
-"""Clocks: local timing, the aligned trace clock, and CUDA event timing.
+"""Clocks: local timing, the trace clock shared by all ranks, and CUDA event timing.
 
 * Local times are ``time.perf_counter_ns() / 1000`` microseconds (:meth:`Recorder.now_us`).
-* :class:`ClockMap` maps them to Unix microseconds (pairing ``perf_counter_ns`` with
-  ``time_ns`` at capture start) plus ``clock_offset_us``, the offset to rank 0's clock
-  measured by :func:`measure_offset_us` with a collective at the first captured step.
+* :class:`ClockMap` maps them to Unix time (pairing ``perf_counter_ns`` with ``time_ns`` at
+  capture start, in integer ns) plus ``offset_us``, the offset to rank 0's clock measured
+  by :func:`sync_clock` with a collective at the first captured step. Trace files carry
+  ``ts`` in µs relative to ``trace_base_ns`` (Kineto's ``baseTimeNanoseconds``): rank 0's
+  Unix clock at sync floored to the second, the same on every rank of the job; with no
+  process group, this process's capture start floored to the second. Small relative
+  values keep sub-µs precision in float64 (Unix-epoch µs are only exact to 0.25 µs).
 * :class:`CpuTimer` / :class:`CudaTimer` turn (start, end) time points into ``X`` events.
   The CUDA timer records one ``torch.cuda.Event`` per time point and resolves them at step
   end (one wait on the last event per step, never a synchronize per op).
@@ -22,7 +26,7 @@ from typing import Any
 
 from echo_trace.recorder import COMPUTE_TID, Recorder
 
-__all__ = ["ClockMap", "CpuTimer", "CudaTimer", "measure_offset_us"]
+__all__ = ["NS_PER_S", "ClockMap", "CpuTimer", "CudaTimer", "sync_clock"]
 
 log = logging.getLogger("echo_trace")
 
@@ -30,10 +34,11 @@ log = logging.getLogger("echo_trace")
 SYNC_REPEATS = 5
 #: How long a rank waits for every peer to reach clock sync before skipping it (s).
 SYNC_RENDEZVOUS_TIMEOUT_S = 60.0
+NS_PER_S = 1_000_000_000
 
 
 class ClockMap:
-    """Local perf-counter µs → aligned µs (Unix time at capture start + ``offset_us``)."""
+    """Local perf-counter µs → Unix time (+ ``offset_us`` to rank 0's clock) → trace ``ts``."""
 
     def __init__(self) -> None:
         best: tuple[int, int, int] | None = None
@@ -45,19 +50,36 @@ class ClockMap:
                 best = (p0, u, p1)
         assert best is not None
         p_mid_ns = (best[0] + best[2]) // 2
-        #: Unix µs minus perf-counter µs at capture start.
-        self.base_us = (best[1] - p_mid_ns) / 1000.0
+        #: Unix ns minus perf-counter ns at capture start (exact integer).
+        self.base_ns = best[1] - p_mid_ns
         #: Offset to add to this rank's Unix clock to read rank 0's (µs).
         self.offset_us = 0.0
         self.sync_method = "none"
+        #: ``ts`` 0 of the trace files (Unix ns, whole second): capture start until synced.
+        self.trace_base_ns = best[1] // NS_PER_S * NS_PER_S
+
+    @property
+    def base_us(self) -> float:
+        """Unix µs minus perf-counter µs at capture start."""
+        return self.base_ns / 1000.0
+
+    def unix_ns(self, perf_ns: int) -> int:
+        """A ``perf_counter_ns`` reading on this host's Unix clock (ns, exact)."""
+        return perf_ns + self.base_ns
 
     def unix_us(self, local_us: float) -> float:
         """Local µs mapped to this host's Unix clock (no cross-rank offset)."""
         return local_us + self.base_us
 
     def aligned_us(self, local_us: float) -> float:
-        """Local µs on the clock shared by all ranks."""
+        """Local µs on rank 0's Unix clock."""
         return local_us + self.base_us + self.offset_us
+
+    def shift_us(self) -> float:
+        """What to add to a local µs time to get its trace ``ts`` (µs since
+        ``trace_base_ns`` on rank 0's clock). Computed in integer ns, then one division,
+        so it stays exact to well under a ns for any realistic uptime."""
+        return (self.base_ns - self.trace_base_ns) / 1000.0 + self.offset_us
 
 
 def _sync_device(dist: Any) -> Any:
@@ -90,25 +112,28 @@ def _rendezvous(dist: Any, tag: str, rank: int, world: int) -> bool:
     return True
 
 
-def measure_offset_us(clock: ClockMap, tag: str) -> tuple[float, str]:
-    """Offset (µs) to add to this rank's clock to get rank 0's, and the method used.
+def sync_clock(clock: ClockMap, tag: str) -> None:
+    """Align ``clock`` with rank 0: set ``offset_us``, ``sync_method`` and ``trace_base_ns``.
 
-    When a process group exists: ``SYNC_REPEATS`` × (barrier; read the Unix-mapped clock;
-    all_gather the readings as int64 ns), median of (rank 0 reading − own reading). The
-    error is the barrier's release skew. Ranks on rank 0's host share its kernel clock and
-    get exactly 0 (the measurement would only add skew). Else ``(0.0, "none")``.
+    When a process group exists: ``SYNC_REPEATS`` × (barrier; read the Unix clock; all_gather
+    the readings as int64 ns), median of (rank 0 reading − own reading). The error is the
+    barrier's release skew. Ranks on rank 0's host share its kernel clock and get exactly 0
+    (the measurement would only add skew). Every rank takes rank 0's first reading, floored
+    to the second, as ``trace_base_ns``. Else (no group, one rank, or a peer that never
+    arrives) ``offset_us`` stays 0, ``sync_method`` ``"none"`` and the base this process's
+    capture start.
     """
     import torch
     import torch.distributed as dist
 
     if not (dist.is_available() and dist.is_initialized()):
-        return 0.0, "none"
+        return
     world = dist.get_world_size()
     if world < 2:
-        return 0.0, "none"
+        return
     rank = dist.get_rank()
     if not _rendezvous(dist, tag, rank, world):
-        return 0.0, "none"
+        return
     device = _sync_device(dist)
     barrier_kw: dict[str, Any] = {}
     if device.type == "cuda":
@@ -116,18 +141,23 @@ def measure_offset_us(clock: ClockMap, tag: str) -> tuple[float, str]:
     host = _host_id()
     diffs: list[float] = []
     same_host = False
+    base_ns: int | None = None
     for _ in range(SYNC_REPEATS):
         dist.barrier(**barrier_kw)
-        mine_ns = int(clock.unix_us(Recorder.now_us()) * 1000.0)
+        mine_ns = clock.unix_ns(time.perf_counter_ns())
         buf = torch.tensor([mine_ns, host], dtype=torch.int64, device=device)
         out = [torch.zeros_like(buf) for _ in range(world)]
         dist.all_gather(out, buf)
         r0 = out[0].tolist()
         diffs.append((int(r0[0]) - mine_ns) / 1000.0)
         same_host = int(r0[1]) == host
-    if same_host:  # one kernel clock: the measured offset would only add barrier skew
-        return 0.0, "all_gather"
-    return float(statistics.median(diffs)), "all_gather"
+        if base_ns is None:
+            base_ns = int(r0[0]) // NS_PER_S * NS_PER_S
+    assert base_ns is not None
+    clock.trace_base_ns = base_ns
+    clock.sync_method = "all_gather"
+    # one kernel clock: the measured offset would only add barrier skew
+    clock.offset_us = 0.0 if same_host else float(statistics.median(diffs))
 
 
 def _host_id() -> int:
@@ -145,10 +175,11 @@ class CpuTimer:
         self.rec = rec
         self.now: Callable[[], Any] = Recorder.now_us
 
-    def emit(self, name: str, cat: str, start: Any, end: Any, args: dict[str, Any],
-             tid: int = COMPUTE_TID) -> None:
-        """Record a slice; takes ownership of ``args``."""
-        self.rec.complete_owned(name, cat, start, end - start, args, tid)
+    def emit(self, name: str, cat: str, start: Any, end: Any, args: dict[str, Any] | None,
+             tid: int = COMPUTE_TID, extra: dict[str, Any] | None = None) -> None:
+        """Record a slice of the current step (``args`` may be shared: never mutated;
+        ``extra`` holds the per-call values, see :meth:`Recorder.record`)."""
+        self.rec.record(name, cat, start, end - start, args, extra, tid)
 
     def point_us(self, point: Any) -> float:
         return float(point)
@@ -183,8 +214,8 @@ class CudaTimer:
 
         self.rec = rec
         self._event_cls = torch.cuda.Event
-        self._pending: list[tuple[str, str, _CudaPoint, _CudaPoint, dict[str, Any], int, int,
-                                  int]] = []
+        self._pending: list[tuple[str, str, _CudaPoint, _CudaPoint, dict[str, Any] | None,
+                                  dict[str, Any] | None, int, int]] = []
         self._anchor: _CudaPoint | None = None
         self.anchor()
 
@@ -201,9 +232,10 @@ class CudaTimer:
         self._anchor = self.now()
 
     def emit(self, name: str, cat: str, start: _CudaPoint, end: _CudaPoint,
-             args: dict[str, Any], tid: int = COMPUTE_TID) -> None:
-        rec = self.rec
-        self._pending.append((name, cat, start, end, args, tid, rec.step, rec.occurrence(name)))
+             args: dict[str, Any] | None, tid: int = COMPUTE_TID,
+             extra: dict[str, Any] | None = None) -> None:
+        """Queue a slice until :meth:`flush` (same arguments as :meth:`CpuTimer.emit`)."""
+        self._pending.append((name, cat, start, end, args, extra, tid, self.rec.step))
 
     def point_us(self, point: _CudaPoint) -> float:
         anchor = self._anchor
@@ -217,8 +249,9 @@ class CudaTimer:
 
         pending, self._pending = self._pending, []
         torch.cuda.synchronize()
-        for name, cat, start, end, args, tid, step, occ in pending:
+        for name, cat, start, end, args, extra, tid, step in pending:
             t0 = self.point_us(start)
             t1 = self.point_us(end)
-            self.rec.complete(name, cat, t0, t1 - t0, args, tid=tid, step=step, occ=occ)
+            # queued in emit order, so the occurrences numbered at write time stay right
+            self.rec.complete(name, cat, t0, t1 - t0, args, tid=tid, step=step, extra=extra)
         self._anchor = self.now()

@@ -16,7 +16,8 @@ Traced modules: leaf modules (no children) by default; with ``depth=d`` the modu
 levels below the outermost module plus the leaves above that level (a partition of the
 tree, so FW slices do not nest). Module paths come from ``named_modules()`` of the
 outermost module, with DDP/DataParallel's ``module.`` prefix and FSDP/checkpoint/compile
-wrapper components stripped. Per-module static facts are cached in a WeakKeyDictionary.
+wrapper components stripped. Per-module static facts are cached by module id (checked
+with a weak reference, so a reused id is recognised).
 """
 
 from __future__ import annotations
@@ -84,9 +85,10 @@ class _Info:
     """Static facts about one module, computed once."""
 
     __slots__ = ("path", "fw_name", "bw_name", "traced", "static_args", "flops_kind",
-                 "flops_const", "in_features", "params_fn")
+                 "flops_const", "in_features", "params_fn", "ref")
 
     def __init__(self, mod: nn.Module, path: str, traced: bool) -> None:
+        self.ref = weakref.ref(mod)  # the key is id(mod): this tells a reused id apart
         self.path = path
         self.fw_name = "FW." + path
         self.bw_name = "BW." + path
@@ -94,11 +96,12 @@ class _Info:
         leaf = next(iter(mod.children()), None) is None
         params = list(mod.parameters(recurse=not leaf))
         param_bytes = sum(p.numel() * p.element_size() for p in params)
+        #: shared by every FW/BW record of this module (never mutated)
         self.static_args = {"module": path, "type": type(mod).__name__,
                             "param_bytes": param_bytes}
         self.flops_kind, self.flops_const = _flops_kind(mod)
         self.in_features = getattr(mod, "in_features", 1) if self.flops_kind == _LINEAR else 1
-        ref = weakref.ref(mod)
+        ref = self.ref
         if leaf:
             def params_fn() -> list[torch.Tensor]:
                 m = ref()
@@ -119,10 +122,12 @@ class _Call:
     """One traced module call, alive from forward until its backward ends.
 
     ``begin``/``end`` are the grad hooks (outputs ready / inputs ready); see
-    :class:`ModuleTracer` for the state machine."""
+    :class:`ModuleTracer` for the state machine. ``in_node`` is ``id()`` of the autograd
+    node of a single tensor input (else 0); ``skipped``: its ``end`` hook was left out
+    (see :meth:`ModuleTracer._pre`)."""
 
     __slots__ = ("info", "tracer", "t0", "in_bytes", "first_in", "bw_start", "state",
-                 "from_params")
+                 "from_params", "in_node", "skipped")
 
     def __init__(self, info: _Info, tracer: ModuleTracer, in_bytes: int,
                  first_in: torch.Tensor | None) -> None:
@@ -134,6 +139,8 @@ class _Call:
         self.bw_start: Any = None
         self.state = _WAIT
         self.from_params = False
+        self.in_node = 0
+        self.skipped = False
 
     def begin(self, _grads: Any) -> None:
         tracer = self.tracer
@@ -153,7 +160,7 @@ class _Call:
                 t = tracer.timer.now()
                 self.state = _DONE
                 info = self.info
-                tracer.timer.emit(info.bw_name, "BW", t, t, dict(info.static_args))
+                tracer.timer.emit(info.bw_name, "BW", t, t, info.static_args)
         except Exception as e:  # noqa: BLE001 - same as rec.guard, without its cost
             rec.fail("backward hook", e)
 
@@ -169,7 +176,7 @@ class _Call:
                 tracer._open_bw.remove(self)
                 info = self.info
                 tracer.timer.emit(info.bw_name, "BW", self.bw_start, tracer.timer.now(),
-                                  dict(info.static_args))
+                                  info.static_args)
             elif state == _WAIT:
                 self.state = _ENDED_EARLY
         except Exception as e:  # noqa: BLE001
@@ -198,6 +205,17 @@ def _scan(obj: Any, grads: list[torch.Tensor], depth: int = 0) -> tuple[int, tor
         if first is None:
             first = f
     return nbytes, first
+
+
+def _node_of(t: torch.Tensor) -> Any:
+    """The autograd node to hook for ``t``'s gradient: a view's base's node when it has
+    one (an in-place op on the view later replaces the view's own node), else ``t``'s."""
+    base = t._base
+    if base is not None:
+        node = base.grad_fn
+        if node is not None:
+            return node
+    return t.grad_fn
 
 
 def _join_nodes(nodes: list[Any], fn: Callable[[Any], None]) -> None:
@@ -241,6 +259,14 @@ class ModuleTracer:
 
     ``on_module(mod)`` is called once for every module first seen (the capture uses it to
     attach DDP comm hooks). ``depth`` as in :class:`~echo_trace.config.CaptureConfig`.
+
+    Cost per module call (this is on every forward): the hooks return at once outside the
+    window; an untraced module (a container) costs one dict look-up and a stack push/pop;
+    a traced one one ``_Call``, one event tuple and one autograd node pre-hook per tensor
+    side (outputs, inputs). The input pre-hook is left out when the input is the output of
+    the traced call just before (``ln → qkv``, ``fc1 → act → fc2``): that node already
+    carries the earlier call's BW-start hook, which closes every open BW at the same
+    moment (see :meth:`_pre`).
     """
 
     def __init__(self, rec: Recorder, timer: Any, *, depth: int | None = None,
@@ -250,12 +276,15 @@ class ModuleTracer:
         self.timer = timer
         self.depth = depth
         self.on_module = on_module
-        self._infos: weakref.WeakKeyDictionary[nn.Module, _Info] = weakref.WeakKeyDictionary()
+        self._infos: dict[int, _Info] = {}  # id(module) -> facts (checked by _Info.ref)
         self._stack: list[_Info | _Call] = []  # modules in forward now (calls if traced)
         self._open_bw: list[_Call] = []
         self._leaf_handles: list[Any] = []
         self._handles: list[Any] = []
         self._primary: weakref.ref[nn.Module] | None = None
+        # the output of the last traced call whose node got a BW-start hook, and that node
+        self._last_out: weakref.ref[torch.Tensor] | None = None
+        self._last_node = 0
         self.micro_batch_size: int | None = None
         if root is not None:
             self._add_root(root, primary=True)
@@ -288,6 +317,8 @@ class ModuleTracer:
         """Step boundary: forget open calls; drop grad hooks left on leaf tensors."""
         self._stack.clear()
         self._open_bw.clear()
+        self._last_out = None
+        self._last_node = 0
         for h in self._leaf_handles:
             h.remove()
         self._leaf_handles.clear()
@@ -305,6 +336,10 @@ class ModuleTracer:
                         "bytes": p.numel() * p.element_size()})
         return out
 
+    def _info(self, mod: nn.Module) -> _Info | None:
+        info = self._infos.get(id(mod))
+        return info if info is not None and info.ref() is mod else None
+
     def _add_root(self, root: nn.Module, *, primary: bool) -> None:
         wrapper = type(root).__name__ in _WRAPPER_TYPES
         prefix = "" if primary else type(root).__name__
@@ -313,7 +348,7 @@ class ModuleTracer:
         depth = self.depth
         opaque: list[str] = []  # names of modules whose children never run on their own
         for name, mod in root.named_modules():
-            if mod in self._infos:
+            if self._info(mod) is not None:
                 continue
             path = _strip(name, wrapper)
             inside_opaque = any(name.startswith(o + ".") for o in opaque)
@@ -330,7 +365,7 @@ class ModuleTracer:
                 path = prefix + ("." + path if path else "")
             elif not path:
                 path = type(mod).__name__
-            self._infos[mod] = _Info(mod, path, traced)
+            self._infos[id(mod)] = _Info(mod, path, traced)
             if self.on_module is not None:
                 self.on_module(mod)
 
@@ -347,7 +382,7 @@ class ModuleTracer:
             has_children = next(iter(mod.children()), None) is not None
             primary = self._primary is None and has_children
             self._add_root(mod, primary=primary)
-            info = self._infos.get(mod)
+            info = self._info(mod)
             if info is not None:
                 return info
         parent = ""
@@ -355,7 +390,7 @@ class ModuleTracer:
             top = self._stack[-1]
             parent = (top.info if isinstance(top, _Call) else top).path + "."
         info = _Info(mod, parent + type(mod).__name__, _is_leaf(mod))
-        self._infos[mod] = info
+        self._infos[id(mod)] = info
         if self.on_module is not None:
             self.on_module(mod)
         return info
@@ -366,29 +401,45 @@ class ModuleTracer:
         if not (rec.enabled and rec.recording):
             return
         try:
-            info = self._infos.get(mod)
-            if info is None:
+            info = self._infos.get(id(mod))
+            if info is None or info.ref() is not mod:
                 info = self._discover(mod, args)
-            if self.micro_batch_size is None and not self._stack:
+            stack = self._stack
+            if not stack and self.micro_batch_size is None:
                 self._note_batch(mod, args)
-            if not info.traced:
-                self._stack.append(info)
+            if not info.traced:  # a container: only remembered for _post and paths
+                stack.append(info)
                 return
-            grads: list[torch.Tensor] = []
+            grads: list[torch.Tensor]
             first: torch.Tensor | None
+            call: _Call
             if len(args) == 1 and isinstance(args[0], torch.Tensor):
-                first = args[0]
-                in_bytes = args[0].nbytes
-                if args[0].requires_grad:
-                    grads.append(args[0])
+                first = x = args[0]
+                call = _Call(info, self, x.nbytes, x if info.flops_kind else None)
+                if x.requires_grad:
+                    node = _node_of(x)
+                    if node is None:  # a leaf input
+                        self._hook([x], call.end)
+                    else:
+                        call.in_node = id(node)
+                        last = self._last_out
+                        if last is not None and last() is x and call.in_node == self._last_node:
+                            # x is the previous traced call's output, and its node carries
+                            # that call's BW-start hook, which closes this BW at that moment
+                            call.skipped = True
+                        else:
+                            node.register_prehook(call.end)
+                else:
+                    call.from_params = True  # BW ends when the parameters' grads are ready
             else:
+                grads = []
                 in_bytes, first = _scan(args, grads)
-            call = _Call(info, self, in_bytes, first if info.flops_kind else None)
-            if grads:
-                self._hook(grads, call.end)
-            else:
-                call.from_params = True  # BW ends when the parameters' grads are ready
-            self._stack.append(call)
+                call = _Call(info, self, in_bytes, first if info.flops_kind else None)
+                if grads:
+                    self._hook(grads, call.end)
+                else:
+                    call.from_params = True
+            stack.append(call)
             t = call.t0 = self.timer.now()
             if self._open_bw:
                 self._close_open_bw(t)
@@ -400,48 +451,73 @@ class ModuleTracer:
         if not (rec.enabled and rec.recording):
             return
         try:
-            t1 = self.timer.now()
-            info = self._infos.get(mod)
             stack = self._stack
-            if info is None:
+            if not stack:
                 return
-            while stack:  # pops entries of inner calls that raised, if any
-                top = stack.pop()
-                if top is info:
-                    return  # not traced
-                if top.__class__ is _Call and top.info is info:
-                    break
+            top = stack.pop()
+            if top.__class__ is _Call:
+                info = top.info  # type: ignore[union-attr]
             else:
-                return
-            call = top
+                info = top  # type: ignore[assignment]
+            if info.ref() is not mod:  # inner calls raised: unwind to this module's entry
+                stack.append(top)
+                found = self._info(mod)
+                if found is None:
+                    return
+                while stack:
+                    top = stack.pop()
+                    if top is found or (top.__class__ is _Call
+                                        and top.info is found):  # type: ignore[union-attr]
+                        break
+                else:
+                    return
+                info = found
+            if top.__class__ is not _Call:
+                return  # not traced
+            t1 = self.timer.now()
+            call: _Call = top  # type: ignore[assignment]
             if output is None:
                 return
+            out_node: Any = None
             grads: list[torch.Tensor] = []
             if isinstance(output, torch.Tensor):
                 out_bytes = output.nbytes
                 first_out: torch.Tensor | None = output
                 if output.requires_grad:
-                    grads.append(output)
+                    out_node = _node_of(output)
+                    if out_node is None:  # a leaf returned as is
+                        grads.append(output)
             else:
                 out_bytes, first_out = _scan(output, grads)
-            args_ = dict(info.static_args)
-            args_["in_bytes"] = call.in_bytes
-            args_["out_bytes"] = out_bytes
+            extra = {"in_bytes": call.in_bytes, "out_bytes": out_bytes}
             if info.flops_kind:
                 flops = forward_flops(info.flops_kind, info.flops_const, call.first_in,
                                       first_out, info.in_features)
                 call.first_in = None
                 if flops is not None:
-                    args_["flops"] = flops
-            self.timer.emit(info.fw_name, "FW", call.t0, t1, args_)
-            if not grads:
+                    extra["flops"] = flops
+            self.timer.emit(info.fw_name, "FW", call.t0, t1, info.static_args, extra=extra)
+            self._last_out = None
+            if out_node is None and not grads:
                 return
             if call.from_params:
                 params = info.params_fn()
                 if not params:
                     return
                 self._hook(params, call.end, leaf=True)
-            self._hook(grads, call.begin)
+            same = out_node is not None and id(out_node) == call.in_node  # Identity-like
+            if call.skipped and (same or out_node is None):
+                # the left-out input hook is needed after all: it must run before this
+                # call's BW-start hook on a node they share
+                self._hook([args[0]], call.end)
+            if out_node is None:
+                self._hook(grads, call.begin)
+                return
+            out_node.register_prehook(call.begin)
+            if not same and (call.in_node or call.from_params):
+                # the next traced call may leave out its input hook on out_node (see _pre)
+                self._last_out = weakref.ref(output)
+                self._last_node = id(out_node)
         except Exception as e:  # noqa: BLE001
             rec.fail("forward hook", e)
 
@@ -455,27 +531,10 @@ class ModuleTracer:
         the base's node stays in the graph. Leaf tensors use tensor hooks, removed at the
         step boundary because they outlive the graph.
         """
-        if len(tensors) == 1 and not leaf:  # the common case, kept short
-            t = tensors[0]
-            node = t.grad_fn
-            if t._is_view():
-                base = t._base
-                if base is not None and base.grad_fn is not None:
-                    node = base.grad_fn
-            if node is not None:
-                node.register_prehook(fn)
-                return
         nodes: list[Any] = []
         leaves: list[torch.Tensor] = []
         for t in tensors:
-            node = None
-            if not leaf:
-                if t._is_view():
-                    base = t._base
-                    if base is not None:
-                        node = base.grad_fn
-                if node is None:
-                    node = t.grad_fn
+            node = None if leaf else _node_of(t)
             if node is None:
                 leaves.append(t)
             elif all(n is not node for n in nodes):
@@ -502,5 +561,5 @@ class ModuleTracer:
         for call in self._open_bw:
             call.state = _DONE
             info = call.info
-            emit(info.bw_name, "BW", call.bw_start, t, dict(info.static_args))
+            emit(info.bw_name, "BW", call.bw_start, t, info.static_args)
         self._open_bw.clear()

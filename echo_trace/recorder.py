@@ -1,14 +1,24 @@
 """The event buffer every hook writes into.
 
-One :class:`Recorder` per capture. Hooks call :meth:`Recorder.complete` for finished slices,
-:meth:`Recorder.comm_begin` / :meth:`Recorder.comm_end` for communication in flight (which
-get a lane of their own so slices never partially overlap on one Perfetto track), and
-:meth:`Recorder.counter` for memory samples. Hooks wrap their bodies with
-:meth:`Recorder.guard` so that any internal error disables capture once, never the job.
+One :class:`Recorder` per capture. Hooks call :meth:`Recorder.record` (hot path) or
+:meth:`Recorder.complete` for finished slices, :meth:`Recorder.comm_begin` /
+:meth:`Recorder.comm_end` for communication in flight (which get a lane of their own so
+slices never partially overlap on one Perfetto track), and :meth:`Recorder.counter` for
+memory samples. Hooks wrap their bodies with :meth:`Recorder.guard` (or an equivalent
+``try``/``except`` calling :meth:`Recorder.fail`) so that any internal error disables
+capture once, never the job.
 
 Times are local microseconds from :meth:`Recorder.now_us` (``time.perf_counter_ns`` / 1000);
-the writer maps them to the aligned clock. The buffer is bounded: past ``max_events`` events
+the writer maps them to the trace clock. The buffer is bounded: past ``max_events`` events
 are dropped and counted, with one warning.
+
+Cheap recording: :attr:`Recorder.events` holds one plain tuple per event (see
+:data:`RECORD_FIELDS`), and the Chrome event dicts are built only when the trace is
+written (:meth:`Recorder.event_dicts`). ``args`` of a record is never mutated, so hooks pass
+one shared dict of per-module constants and put the per-call values in ``extra``. The
+contract's ``occ`` (occurrence of a name within its step) is numbered at that time too,
+in record order, for records made with ``occ=None``; communication numbers its ops at
+issue (:meth:`occurrence`), since they may complete out of order.
 """
 
 from __future__ import annotations
@@ -21,13 +31,22 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["COMM_TID_BASE", "COMPUTE_TID", "STEP_TID", "CommToken", "Recorder"]
+__all__ = ["COMM_TID_BASE", "COMPUTE_TID", "RECORD_FIELDS", "STEP_TID", "CommToken",
+           "Recorder"]
 
 log = logging.getLogger("echo_trace")
 
 COMPUTE_TID = 0
 STEP_TID = 1
 COMM_TID_BASE = 100
+
+#: The fields of one record in :attr:`Recorder.events`, in order. ``ph`` is ``"X"`` or
+#: ``"C"``; ``dur`` (µs) is None for counters; ``occ`` None means "numbered when written";
+#: ``args`` (shared, read-only) and ``extra`` (per call) are dicts or None, merged in that
+#: order into the event's ``args`` together with ``step`` and ``occ``.
+RECORD_FIELDS = ("ph", "name", "cat", "tid", "ts", "dur", "step", "occ", "args", "extra")
+
+_perf_counter_ns = time.perf_counter_ns
 
 
 @dataclass
@@ -49,7 +68,9 @@ class Recorder:
     def __init__(self, *, rank: int = 0, max_events: int = 2_000_000) -> None:
         self.rank = rank
         self.max_events = max_events
-        self.events: list[dict[str, Any]] = []
+        #: One tuple per event, fields :data:`RECORD_FIELDS`; every event goes through
+        #: ``events.append`` (list.append is atomic, so threads need no lock).
+        self.events: list[tuple[Any, ...]] = []
         self.dropped = 0
         self.enabled = True
         self.recording = False  # True only inside the captured step window
@@ -57,13 +78,13 @@ class Recorder:
         self.disabled_reason: str | None = None
         self._lock = threading.Lock()
         self._lanes: list[bool] = []  # lane k busy?
-        self._occ: dict[tuple[int, str], int] = {}
+        self._occ: dict[tuple[int, str], int] = {}  # explicit occurrence counters
         self._warned_full = False
 
     # ----------------------------------------------------------------- clock
     @staticmethod
     def now_us() -> float:
-        return time.perf_counter_ns() / 1000.0
+        return _perf_counter_ns() / 1000.0
 
     # ----------------------------------------------------------------- state
     @property
@@ -88,50 +109,46 @@ class Recorder:
             self.fail(where, e)
 
     # ----------------------------------------------------------------- events
-    def _append(self, ev: dict[str, Any]) -> None:
-        if len(self.events) >= self.max_events:
-            self.dropped += 1
-            if not self._warned_full:
-                self._warned_full = True
-                log.warning("echo_trace: event buffer full (%d events); further events dropped "
-                            "(raise max_events or narrow the step window)", self.max_events)
-            return
-        self.events.append(ev)
+    def _full(self) -> None:
+        self.dropped += 1
+        if not self._warned_full:
+            self._warned_full = True
+            log.warning("echo_trace: event buffer full (%d events); further events dropped "
+                        "(raise max_events or narrow the step window)", self.max_events)
 
     def occurrence(self, name: str) -> int:
-        """0-based count of ``name`` so far in the current step (the contract's ``occ``)."""
+        """0-based count of ``name`` so far in the current step (the contract's ``occ``),
+        for names numbered at issue (communication); other names are numbered when written."""
         key = (self.step, name)
         with self._lock:
             k = self._occ.get(key, 0)
             self._occ[key] = k + 1
         return k
 
+    def record(self, name: str, cat: str, ts_us: float, dur_us: float,
+               args: dict[str, Any] | None = None, extra: dict[str, Any] | None = None,
+               tid: int = COMPUTE_TID) -> None:
+        """Record a finished slice of the current step, ``occ`` numbered when written (the
+        hot path: no copy, no lock; ``args`` must not change afterwards)."""
+        events = self.events
+        if len(events) < self.max_events:
+            events.append(("X", name, cat, tid, ts_us, dur_us, self.step, None, args, extra))
+        else:
+            self._full()
+
     def complete(self, name: str, cat: str, ts_us: float, dur_us: float,
                  args: dict[str, Any] | None = None, *, tid: int = COMPUTE_TID,
-                 step: int | None = None, occ: int | None = None) -> None:
-        """Record a finished slice (``ph: X``) with ``step`` and ``occ`` added to its args."""
-        a = dict(args) if args else {}
-        a["step"] = self.step if step is None else step
-        a["occ"] = self.occurrence(name) if occ is None else occ
-        self._append({"name": name, "cat": cat, "ph": "X", "tid": tid, "ts": ts_us,
-                      "dur": max(dur_us, 0.0), "args": a})
-
-    def complete_owned(self, name: str, cat: str, ts_us: float, dur_us: float,
-                       args: dict[str, Any], tid: int = COMPUTE_TID) -> None:
-        """:meth:`complete` for hot paths: takes ownership of ``args`` (adds step/occ in
-        place, no copy) and always uses the current step."""
-        step = self.step
-        key = (step, name)
-        with self._lock:
-            k = self._occ.get(key, 0)
-            self._occ[key] = k + 1
-        args["step"] = step
-        args["occ"] = k
-        if len(self.events) >= self.max_events:
-            self._append(args)  # counts and warns
-            return
-        self.events.append({"name": name, "cat": cat, "ph": "X", "tid": tid, "ts": ts_us,
-                            "dur": dur_us if dur_us > 0.0 else 0.0, "args": args})
+                 step: int | None = None, occ: int | None = None,
+                 extra: dict[str, Any] | None = None) -> None:
+        """Record a finished slice (``ph: X``); ``args`` is copied, ``extra`` kept. ``step``
+        defaults to the current step, ``occ`` (None) to numbering at write time."""
+        events = self.events
+        if len(events) < self.max_events:
+            events.append(("X", name, cat, tid, ts_us, dur_us,
+                           self.step if step is None else step, occ,
+                           dict(args) if args else None, extra))
+        else:
+            self._full()
 
     def comm_begin(self, name: str, args: dict[str, Any]) -> CommToken:
         """A communication op was issued now; returns the token to close at completion."""
@@ -158,9 +175,45 @@ class Recorder:
                           tid=COMM_TID_BASE + token.lane, step=token.step, occ=token.occ)
 
     def counter(self, name: str, ts_us: float, values: dict[str, float]) -> None:
-        """A counter sample (``ph: C``), e.g. ``counter("memory", t, {"rss_bytes": ...})``."""
-        self._append({"name": name, "cat": "memory", "ph": "C", "ts": ts_us, "args": values})
+        """A counter sample (``ph: C``), e.g. ``counter("memory", t, {"rss_bytes": ...})``;
+        takes ownership of ``values``."""
+        events = self.events
+        if len(events) < self.max_events:
+            events.append(("C", name, "memory", None, ts_us, None, self.step, None, values,
+                           None))
+        else:
+            self._full()
 
     def new_step(self, step: int) -> None:
         """Events recorded from now on belong to ``step``."""
         self.step = step
+
+    # ----------------------------------------------------------------- reading
+    def steps_recorded(self) -> set[int]:
+        """Steps that have at least one ``X`` event."""
+        return {r[6] for r in list(self.events) if r[0] == "X"}
+
+    def event_dicts(self) -> list[dict[str, Any]]:
+        """The events as Chrome-style dicts in record order: ``name, cat, ph, tid, ts, dur,
+        args`` (``X``; ``args`` with ``step`` and ``occ``) or ``name, cat, ph, ts, args``
+        (``C``), times in local µs, negative durations clamped to 0."""
+        with self._lock:
+            counts = dict(self._occ)  # implicit numbers continue after explicit ones
+        out: list[dict[str, Any]] = []
+        for ph, name, cat, tid, ts, dur, step, occ, args, extra in list(self.events):
+            if ph != "X":
+                out.append({"name": name, "cat": cat, "ph": ph, "ts": ts,
+                            "args": dict(args) if args else {}})
+                continue
+            a = dict(args) if args else {}
+            if extra:
+                a.update(extra)
+            if occ is None:
+                key = (step, name)
+                occ = counts.get(key, 0)
+                counts[key] = occ + 1
+            a["step"] = step
+            a["occ"] = occ
+            out.append({"name": name, "cat": cat, "ph": "X", "tid": tid, "ts": ts,
+                        "dur": dur if dur > 0.0 else 0.0, "args": a})
+        return out

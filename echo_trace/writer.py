@@ -72,7 +72,8 @@ def _thread_name(tid: int) -> str:
 def trace_events(events: Iterable[dict[str, Any]], *, rank: int, host: str,
                  offset_us: float) -> list[dict[str, Any]]:
     """Chrome events: ``M`` metadata first, then events sorted by time with ``pid = rank``
-    and ``ts`` = local µs + ``offset_us`` (the local → aligned clock shift), 3 decimals."""
+    and ``ts`` = local µs + ``offset_us`` (the local → trace clock shift: µs since the
+    file's ``baseTimeNanoseconds`` on rank 0's clock), 3 decimals."""
     out: list[dict[str, Any]] = []
     tids = {COMPUTE_TID, STEP_TID}
     for ev in events:
@@ -101,18 +102,20 @@ def trace_events(events: Iterable[dict[str, Any]], *, rank: int, host: str,
 
 def write_rank_dir(rank_dir: str | os.PathLike[str], *, events: list[dict[str, Any]],
                    meta: dict[str, Any], dag_gml: str | None, gzip: bool = False,
-                   offset_us: float = 0.0) -> dict[str, Path]:
+                   offset_us: float = 0.0, base_time_ns: int = 0) -> dict[str, Path]:
     """Write the three files of one process; returns ``{"trace", "meta", "dag"}`` paths.
 
-    ``events`` carry local µs; ``offset_us`` maps them to the aligned clock. ``meta`` gets
-    ``format``, ``trace_file`` and ``num_events`` filled in.
+    ``events`` carry local µs; ``offset_us`` maps them to µs since ``base_time_ns`` (Unix
+    ns on rank 0's clock), written as ``baseTimeNanoseconds`` in trace.json and
+    ``base_time_ns`` in meta.json. ``meta`` also gets ``format``, ``trace_file`` and
+    ``num_events`` filled in.
     """
     d = Path(rank_dir)
     d.mkdir(parents=True, exist_ok=True)
     rank = int(meta.get("rank", 0))
     chrome = trace_events(events, rank=rank, host=str(meta.get("host", "")),
                           offset_us=offset_us)
-    doc = {"traceEvents": chrome, "displayTimeUnit": "ms",
+    doc = {"traceEvents": chrome, "displayTimeUnit": "ms", "baseTimeNanoseconds": base_time_ns,
            "otherData": {"format": FORMAT, "rank": rank,
                          "world_size": meta.get("world_size", 1),
                          "echo_version": meta.get("echo_version")}}
@@ -127,6 +130,7 @@ def write_rank_dir(rank_dir: str | os.PathLike[str], *, events: list[dict[str, A
         other.unlink()
     if dag_gml is not None:
         write_atomic(paths["dag"], dag_gml.encode())
-    meta = dict(meta, format=FORMAT, trace_file=name, num_events=len(events))
+    meta = dict(meta, format=FORMAT, trace_file=name, num_events=len(events),
+                base_time_ns=base_time_ns)
     write_atomic(paths["meta"], json.dumps(meta, indent=1, default=str).encode())
     return paths

@@ -14,6 +14,7 @@ from echo_sim.commands.profile_comm import COMMAND
 from echo_sim.errors import ConfigError, ProfileError
 from echo_sim.hardware import get_cluster
 from echo_sim.profile_comm import (
+    COMPUTE_OPS,
     DEFAULT_SIZES,
     PROFILE_OPS,
     ProfileSpec,
@@ -130,3 +131,22 @@ def test_group_sizes_validation() -> None:
         ProfileSpec(nproc=2, group_sizes=(4,))
     with pytest.raises(ConfigError, match="comma list of integers"):
         COMMAND.run(_opts("--output", "/nonexistent/x.json", "--group-sizes", "two"))
+
+
+def test_busy_us_validation() -> None:
+    with pytest.raises(ConfigError, match="--busy-us -1"):
+        ProfileSpec(busy_us=-1.0)
+
+
+@pytest.mark.slow
+def test_busy_mode_records_compute_contention() -> None:
+    """Busy mode: fixed compute before each timed run; compute rows alone vs all ranks."""
+    prof = measure_comm_profile(ProfileSpec(nproc=2, sizes_bytes=(4096, 65536), iters=3,
+                                            warmup=1, ops=("all_reduce",), backend="gloo",
+                                            progress=False, busy_us=2000.0, timeout_s=120))
+    assert sorted(prof.samples) == [("all_reduce", 2), ("compute", 2), ("compute_alone", 2)]
+    (reps_a, alone), = prof.samples[("compute_alone", 2)]
+    (reps_b, together), = prof.samples[("compute", 2)]
+    assert reps_a == reps_b >= 1 and alone > 0 and together > 0
+    assert [s for s, _ in prof.samples[("all_reduce", 2)]] == [4096, 65536]
+    assert COMPUTE_OPS == ("compute_alone", "compute")

@@ -152,3 +152,28 @@ def test_full_mode_matches_symmetric_and_reports_every_rank():
     assert full.iteration_time_us == pytest.approx(sym.iteration_time_us, rel=1e-12)
     assert len(full.ranks) == 8 and len(sym.ranks) == 2
     assert full.peak_memory_bytes[5] == sym.peak_memory_bytes[4]
+
+
+def _profile(path, compute_rows):
+    ops = [{"op": op, "group_size": 2, "sizes_bytes": [1024, 1 << 20],
+            "times_us": [100.0, 1100.0]} for op in ("all_reduce", "broadcast")]
+    ops += [{"op": op, "group_size": 2, "sizes_bytes": [50], "times_us": [t]}
+            for op, t in compute_rows]
+    path.write_text(json.dumps({"format": "echo-comm-profile/1", "backend": "gloo",
+                                "device": "cpu", "host": "h", "world_size": 2, "ops": ops}))
+    return str(path)
+
+
+def test_busy_profile_slows_compute_of_ranks_sharing_a_cpu_host(tmp_path):
+    """compute / compute_alone rows (profile_comm busy mode) scale every op on cpu-gloo."""
+    tr = gpt_trace(2, gap_us=1.0)
+    kw = dict(dp=2, cluster="cpu-gloo", nodes=1, gpus_per_node=2)
+    idle = simulate(tr, SimConfig(comm_profile=_profile(tmp_path / "a.json", []), **kw))
+    busy = simulate(tr, SimConfig(comm_profile=_profile(
+        tmp_path / "b.json", [("compute_alone", 4000.0), ("compute", 6000.0)]), **kw))
+    assert busy.ranks[0].compute_us == pytest.approx(1.5 * idle.ranks[0].compute_us)
+    assert any("x1.5 for 2 ranks sharing a CPU host" in m for m in busy.models)
+    # a measured user factor overrides it
+    user = simulate(tr, SimConfig(comm_profile=str(tmp_path / "b.json"), compute_factor=1.0,
+                                  **kw))
+    assert user.ranks[0].compute_us == pytest.approx(idle.ranks[0].compute_us)

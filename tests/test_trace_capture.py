@@ -127,7 +127,7 @@ def test_internal_error_disables_capture_not_training(tmp_path, caplog):
     with echo_trace.capture(tmp_path, start_step=1, end_step=4) as cap:
         def boom(*a, **k):
             raise RuntimeError("injected")
-        cap.rec.complete_owned = boom  # the first FW event inside a hook raises
+        cap.rec.record = boom  # the first FW event inside a hook raises
         losses, params = _train(6)
     assert losses == base_losses
     assert all(torch.equal(a, b) for a, b in zip(params, base_params, strict=True))

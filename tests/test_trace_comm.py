@@ -36,7 +36,7 @@ def _grad(p: torch.Tensor) -> torch.Tensor:
 
 
 def _comm(rec: Recorder) -> list[dict[str, Any]]:
-    return [e for e in rec.events if e.get("cat") == "Comm"]
+    return [e for e in rec.event_dicts() if e.get("cat") == "Comm"]
 
 
 def _dump(out: str, rank: int, **data: Any) -> None:

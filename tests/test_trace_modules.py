@@ -20,7 +20,7 @@ def _tracer(**kw):
 
 
 def _names(rec, cat):
-    return [e["name"] for e in rec.events if e["cat"] == cat]
+    return [e["name"] for e in rec.event_dicts() if e["cat"] == cat]
 
 
 class Block(nn.Module):
@@ -88,7 +88,8 @@ def test_compute_track_slices_never_partially_overlap():
     torch.manual_seed(0)
     rec, tr = _tracer()
     _run(Net(), tr)
-    ev = sorted((e for e in rec.events if e["cat"] in ("FW", "BW")), key=lambda e: e["ts"])
+    ev = sorted((e for e in rec.event_dicts() if e["cat"] in ("FW", "BW")),
+                key=lambda e: e["ts"])
     for a, b in zip(ev, ev[1:], strict=False):
         # either sequential, or b nested in a (zero-length identity BW)
         assert b["ts"] >= a["ts"] + a["dur"] - 1e-6 or b["ts"] + b["dur"] <= a["ts"] + a["dur"]
@@ -111,7 +112,7 @@ def test_fw_args_golden():
     torch.manual_seed(0)
     rec, tr = _tracer()
     _run(Net(), tr)
-    fw = {e["name"]: e["args"] for e in rec.events if e["cat"] == "FW"}
+    fw = {e["name"]: e["args"] for e in rec.event_dicts() if e["cat"] == "FW"}
     q = fw["FW.blocks.0.q"]
     # Linear 8->8 on 3x5 rows: 2*8*8*15 FLOPs; params 8*8+8 floats; in/out 15*8 floats
     assert q == {"module": "blocks.0.q", "type": "Linear", "param_bytes": 72 * 4,
@@ -120,7 +121,7 @@ def test_fw_args_golden():
     emb = fw["FW.emb"]
     assert emb["flops"] == 0 and emb["in_bytes"] == 15 * 8 and emb["param_bytes"] == 160 * 4
     assert "flops" not in fw["FW.blocks.0.ln"]
-    bw = {e["name"]: e["args"] for e in rec.events if e["cat"] == "BW"}
+    bw = {e["name"]: e["args"] for e in rec.event_dicts() if e["cat"] == "BW"}
     assert bw["BW.head"] == {"module": "head", "type": "Linear", "param_bytes": 180 * 4,
                              "step": 0, "occ": 0}
 
@@ -133,7 +134,7 @@ def test_conv_flops_golden():
         conv(torch.randn(2, 3, 5, 5)).sum().backward()
     finally:
         tr.remove()
-    (fw,) = [e for e in rec.events if e["cat"] == "FW"]
+    (fw,) = [e for e in rec.event_dicts() if e["cat"] == "FW"]
     # 2 * out elements (2*4*5*5) * C_in/groups (3) * kernel (9)
     assert fw["args"]["flops"] == 2 * 200 * 3 * 9
 
@@ -147,9 +148,10 @@ def test_module_called_twice_gets_occurrences():
         model(torch.randn(2, 4)).sum().backward()
     finally:
         tr.remove()
-    fw = [(e["name"], e["args"]["occ"]) for e in rec.events if e["cat"] == "FW"]
+    fw = [(e["name"], e["args"]["occ"]) for e in rec.event_dicts() if e["cat"] == "FW"]
     assert fw == [("FW.0", 0), ("FW.1", 0), ("FW.0", 1)]
-    assert sorted((e["name"], e["args"]["occ"]) for e in rec.events if e["cat"] == "BW") == \
+    bw = rec.event_dicts()
+    assert sorted((e["name"], e["args"]["occ"]) for e in bw if e["cat"] == "BW") == \
         [("BW.0", 0), ("BW.0", 1), ("BW.1", 0)]
 
 
@@ -161,7 +163,7 @@ def test_identity_gets_zero_length_bw():
         model(torch.randn(2, 4)).sum().backward()
     finally:
         tr.remove()
-    bw = {e["name"]: e["dur"] for e in rec.events if e["cat"] == "BW"}
+    bw = {e["name"]: e["dur"] for e in rec.event_dicts() if e["cat"] == "BW"}
     assert set(bw) == {"BW.0", "BW.1", "BW.2"} and bw["BW.1"] == 0.0
 
 

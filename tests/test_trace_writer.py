@@ -87,7 +87,7 @@ def test_trace_events_metadata_pid_and_clock_shift():
     rec.counter("memory", 10.0, {"rss_bytes": 5})
     tok = rec.comm_begin("Comm.x", {"collective": "all_reduce"})
     rec.comm_end(tok, end_us=tok.ts_us + 1.0)
-    out = trace_events(rec.events, rank=2, host="h", offset_us=1000.0)
+    out = trace_events(rec.event_dicts(), rank=2, host="h", offset_us=1000.0)
     meta = [e for e in out if e["ph"] == "M"]
     assert {"name": "process_name", "ph": "M", "pid": 2, "tid": 0,
             "args": {"name": "rank 2 (h)"}} in meta

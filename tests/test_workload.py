@@ -17,6 +17,7 @@ from echo_sim.workload import (
     assign_buckets,
     block_index,
     build_graph,
+    ddp_buffer_hooks,
     extract_workload,
     make_plan,
     max_in_flight,
@@ -411,3 +412,47 @@ def test_symmetric_equals_full():
                 res[full] = (sched.makespan_us, built)
             assert res[True][0] == pytest.approx(res[False][0], rel=1e-12)
             assert len(res[True][1].ranks) == 8 and len(res[False][1].ranks) == 2
+
+
+# ------------------------------------------------------------------- H12: accuracy fixes
+def test_unix_epoch_timestamps_overlapping_by_rounding_stay_leaves():
+    """At Unix-epoch µs (1.8e15) float64 spacing is 0.25 µs: consecutive siblings overlap
+    by that much. They are leaves; only an event containing the next one is a parent."""
+    t0 = 1.795357e15
+    b = TraceBuilder(source="epoch")
+    for step in (0, 1):
+        s = t0 + step * 1000.0
+        b.add(rank=0, name="FW.blocks.0", cat=Cat.FW, ts_us=s, dur_us=100.0, step=step,
+              kind="Block")
+        for k, m in enumerate(("blocks.0.ln1", "blocks.0.attn.qkv", "blocks.0.attn.proj")):
+            # each child starts 0.25 µs before the previous one ends
+            b.add(rank=0, name="FW." + m, cat=Cat.FW, ts_us=s + k * 30.0 - (0.25 if k else 0),
+                  dur_us=30.0, step=step, kind="Linear" if "attn" in m else "LayerNorm")
+        b.add(rank=0, name="BW.blocks.0.attn.qkv", cat=Cat.BW, ts_us=s + 200.0, dur_us=50.0,
+              step=step, kind="Linear")
+        b.add(rank=0, name="UPDATE.AdamW", cat=Cat.UPDATE, ts_us=s + 300.0, dur_us=10.0,
+              step=step)
+        b.add(rank=0, name="STEP", cat=Cat.STEP, ts_us=s, dur_us=400.0, step=step, tid=1)
+    b.ranks[0] = RankInfo(rank=0, world_size=1, device="cpu", meta={"micro_batch_size": 1})
+    wl = extract_workload(b.build())
+    assert [o.name for o in wl.ops] == ["FW.blocks.0.ln1", "FW.blocks.0.attn.qkv",
+                                        "FW.blocks.0.attn.proj", "BW.blocks.0.attn.qkv",
+                                        "UPDATE.AdamW"]
+    assert wl.steps_used == 2
+
+
+def test_ddp_buffer_broadcast_before_forward():
+    mods = [dict(m="conv", k="Conv2d", p=4096, i=64, o=64, f=0.0),
+            dict(m="bn", k="BatchNorm2d", p=2 * 16 * 4, i=64, o=64, f=0.0),
+            dict(m="fc", k="Linear", p=1024, i=64, o=64, f=0.0)]
+    wl = extract_workload(make_trace(mods))
+    (h,) = ddp_buffer_hooks(wl.fw_ops)
+    # running_mean + running_var (= weight + bias bytes) + int64 num_batches_tracked
+    assert (h.collective, h.nbytes, h.phase, h.issue, h.wait) == (
+        "broadcast", 128 + 8, "F", -1, wl.fw_ops[0].index)
+    assert ddp_buffer_hooks(extract_workload(gpt_trace(1)).fw_ops) == []
+    # dp=2: the broadcast (alpha 10 + 136 B / 1e4 B/us) delays the forward's start
+    _, _, _, s1 = run_plan(make_trace(mods), Layout(dp=1))
+    _, _, _, s2 = run_plan(make_trace(mods), Layout(dp=2))
+    ar = 10.0 + (4096 + 128 + 1024) / 1e4  # the one gradient bucket, after the update waits
+    assert s2.makespan_us == pytest.approx(s1.makespan_us + 10.0 + 136 / 1e4 + ar, rel=1e-6)

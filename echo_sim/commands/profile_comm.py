@@ -30,9 +30,10 @@ def run(opts: Any) -> Result:
     except ValueError:
         raise ConfigError(f"--group-sizes {opts.group_sizes!r}: use a comma list of integers, "
                           "e.g. 2,4") from None
-    spec = ProfileSpec(nproc=opts.nproc, group_sizes=groups, sizes_bytes=parse_sizes(opts.sizes), iters=opts.iters,
-                       warmup=opts.warmup, backend=opts.backend, ops=ops,
-                       timeout_s=opts.timeout, progress=not opts.no_progress)
+    spec = ProfileSpec(nproc=opts.nproc, group_sizes=groups, sizes_bytes=parse_sizes(opts.sizes),
+                       iters=opts.iters, warmup=opts.warmup, backend=opts.backend, ops=ops,
+                       timeout_s=opts.timeout, progress=not opts.no_progress,
+                       busy_us=opts.busy_us)
     profile = measure_comm_profile(spec)
     path = save_comm_profile(profile, out, overwrite=opts.force)
     lines = [f"{profile.backend} on {profile.device} ({profile.device_name}), "
@@ -75,6 +76,11 @@ COMMAND = Command(
         arg("--ops", default="", help="comma list of ops to measure (default: all)"),
         arg("--timeout", type=float, default=600.0,
             help="kill every process after this many seconds (default 600)"),
+        arg("--busy-us", type=float, default=0.0,
+            help="busy mode for ranks that share CPU cores (gloo on CPU): before each timed "
+                 "collective every rank computes for about this many microseconds, as in "
+                 "training, so the times include peer skew and core contention; also records "
+                 "the compute slowdown of ranks running at once (default 0: idle mode)"),
         arg("--force", action="store_true", help="replace an existing --output file"),
         arg("--no-progress", action="store_true", help="no progress bar on stderr"),
     ),

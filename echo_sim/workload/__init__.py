@@ -2,7 +2,7 @@
 parallelism (data, FSDP, tensor, pipeline) composed by :mod:`echo_sim.workload.build`."""
 
 from echo_sim.workload.build import Built, Layout, Plan, StagePlan, build_graph, make_plan
-from echo_sim.workload.data_parallel import apply_data_parallel, assign_buckets
+from echo_sim.workload.data_parallel import apply_data_parallel, assign_buckets, ddp_buffer_hooks
 from echo_sim.workload.fsdp import apply_fsdp
 from echo_sim.workload.ops import CommHook, Op, Workload, block_index, extract_workload, tp_role
 from echo_sim.workload.pipeline import max_in_flight, split_units, stage_actions
@@ -17,6 +17,7 @@ __all__ = [
     "StagePlan",
     "Workload",
     "apply_data_parallel",
+    "ddp_buffer_hooks",
     "apply_fsdp",
     "assign_buckets",
     "block_index",

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from echo_sim.engine import TaskGraph
-from echo_sim.workload.data_parallel import apply_data_parallel
+from echo_sim.workload.data_parallel import apply_data_parallel, ddp_buffer_hooks
 from echo_sim.workload.fsdp import apply_fsdp
 from echo_sim.workload.ops import CommHook, Op, Workload
 from echo_sim.workload.pipeline import split_units, stage_actions
@@ -173,6 +173,8 @@ def make_plan(workload: Workload, layout: Layout, base_time_us: np.ndarray, *,
                                        param_bytes=pbytes, overlap=fsdp_overlap,
                                        reshard_after_forward=layout.pp == 1)
             else:
+                if dp_mode == "ddp" and k < layout.pp:  # once per forward, first chunk
+                    sp.hooks += ddp_buffer_hooks(sp.fw)
                 sp.hooks += _offset(apply_data_parallel(
                     sp.bw, _stage_params(sp, workload, fw_of, tp, k == 0),
                     mode=dp_mode, cap_bytes=bucket_cap_bytes,

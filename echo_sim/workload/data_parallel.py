@@ -33,6 +33,7 @@ __all__ = [
     "FIRST_BUCKET_BYTES",
     "apply_data_parallel",
     "assign_buckets",
+    "ddp_buffer_hooks",
 ]
 
 DEFAULT_BUCKET_CAP_BYTES = 25 * 1024 * 1024
@@ -124,3 +125,25 @@ def apply_data_parallel(
                                   group="dp", channel="comm_pull", phase="B", issue=issue,
                                   wait=-1, when="last", after=len(hooks) - 1, chain=True))
     return hooks
+
+
+_BATCH_NORM = ("BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm")
+
+
+def ddp_buffer_hooks(fw: Sequence[Op]) -> list[CommHook]:
+    """DDP's buffer broadcast (``broadcast_buffers=True``, the default) before each forward.
+
+    DDP's ``forward`` first broadcasts the module's buffers from rank 0 (torch
+    ``DistributedDataParallel._sync_buffers``), blocking the forward. The buffers known
+    from a trace are BatchNorm's ``running_mean`` and ``running_var`` (as many bytes as
+    its ``weight`` + ``bias`` parameters) and its int64 ``num_batches_tracked``::
+
+        nbytes = sum over BatchNorm ops of (param_bytes + 8)
+
+    A model without such buffers broadcasts nothing (DDP skips the call).
+    """
+    nbytes = sum(o.param_bytes + 8 for o in fw if o.kind in _BATCH_NORM)
+    if not fw or nbytes <= 0:
+        return []
+    return [CommHook(name="ddp.buffers", collective="broadcast", nbytes=nbytes, group="dp",
+                     channel="comm_dp", phase="F", issue=-1, wait=fw[0].index)]
