@@ -4,8 +4,8 @@ For every case (a parallel layout × an example model size) and every repetition
 
 1. trace a 1-process run of the same model and micro-batch (``examples/train.py --layout
    single --capture``), shared by all layouts of that model size in the repetition;
-2. profile the gloo collectives once (``profile-comm --nproc 2``, 1 KB..16 MB) in busy mode
-   (5 ms of compute on every rank before each timed collective; also measures the compute
+2. profile the gloo collectives at the start of every repetition (``profile-comm --nproc
+   2``, 1 KB..16 MB) in busy mode (5 ms of compute on every rank before each timed collective; also measures the compute
    slowdown of ranks sharing the host's cores);
 3. predict with :func:`echo_sim.simulate.simulate` (``--dp/--tp/--pp``, ``cluster cpu-gloo``,
    1 node × 2, the measured profile) — iteration time and peak memory;
@@ -247,23 +247,27 @@ def run_benchmark(cases: tuple[Case, ...], *, reps: int, steps: int, warmup: int
     from echo_sim.profile_comm import ProfileSpec, measure_comm_profile, parse_sizes
 
     nprocs = sorted({c.nproc for c in cases})
-    comm = root / "comm.json"
-    if comm_profile is not None:
-        comm = comm_profile
-    else:
+
+    def measure_profile(path: Path) -> Path:
+        # Taken right before the runs it predicts: on a shared CPU host the collectives'
+        # cost follows the load, and a profile from minutes earlier no longer fits.
         t0 = time.perf_counter()
         spec = ProfileSpec(nproc=max(nprocs), sizes_bytes=parse_sizes(profile_sizes),
                            group_sizes=tuple(n for n in nprocs if n != max(nprocs)),
                            ops=("all_reduce", "all_gather", "reduce_scatter", "broadcast",
                                 "send"), iters=profile_iters, warmup=2, progress=False,
                            busy_us=PROFILE_BUSY_US)
-        save_comm_profile(measure_comm_profile(spec), comm, overwrite=True)
-        print(f"comm profile: {time.perf_counter() - t0:.1f} s", file=log)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        save_comm_profile(measure_comm_profile(spec), path, overwrite=True)
+        print(f"comm profile {path}: {time.perf_counter() - t0:.1f} s", file=log)
+        return path
+
     sizes = list(dict.fromkeys(c.size for c in cases))
     raw: dict[str, list[dict[str, Any]]] = {c.name: [] for c in cases}
     singles: list[dict[str, Any]] = []
     loads: list[float] = []
     for rep in range(reps):
+        comm = comm_profile or measure_profile(root / f"rep{rep}" / "comm.json")
         for size in sizes:
             base = root / f"rep{rep}" / size
             loads.append(os.getloadavg()[0])
