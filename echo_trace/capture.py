@@ -32,6 +32,7 @@ from typing import Any
 
 from echo_trace.clock import ClockMap, CpuTimer, CudaTimer, sync_clock
 from echo_trace.config import DEFAULT_MAX_EVENTS, CaptureConfig
+from echo_trace.memory import DEFAULT_INTERVAL_MS
 from echo_trace.ranks import RankInfo, detect_ranks
 from echo_trace.recorder import STEP_TID, Recorder
 from echo_trace.writer import dir_is_nonempty, write_rank_dir
@@ -350,7 +351,7 @@ class Capture:
                 except Exception as e:  # noqa: BLE001
                     self.rec.fail(f"removing {name}", e)
         if self._memory is not None:
-            self._memory.stop()
+            self._memory.close()
 
     def _finish(self, *, partial: bool) -> None:
         """Close the window (if open) and write the files once."""
@@ -494,7 +495,7 @@ class Capture:
 
 def capture(out_dir: str | os.PathLike[str] = "traces", start_step: int = 2,
             end_step: int | None = 5, *, gzip: bool = False, depth: int | None = None,
-            memory_interval_ms: float = 10.0, overwrite: bool = False,
+            memory_interval_ms: float = DEFAULT_INTERVAL_MS, overwrite: bool = False,
             max_events: int = DEFAULT_MAX_EVENTS, model: Any = None,
             enabled: bool = True) -> Capture:
     """A :class:`Capture` to use as ``with capture(...) as cap:`` (or ``.start()/.stop()``).

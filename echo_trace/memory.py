@@ -1,12 +1,17 @@
 """Memory sampler: a background thread writing ``memory`` counter events.
 
-Every ``interval_ms`` it reads host RSS (psutil ``memory_info().rss``; ``memory_full_info``
-is too slow to sample) and, on CUDA, ``torch.cuda.memory_allocated/reserved`` of the
-capture's device and the device's NVML ``used`` bytes (``pynvml`` from ``nvidia-ml-py``,
-imported lazily; the CUDA index is mapped to the NVML index through
-``CUDA_VISIBLE_DEVICES``). Missing NVML just leaves that counter out. Per-step peaks of
-the samples go into the ``STEP`` marker's args. An error in the thread disables capture
-once (``Recorder.fail``) and ends the thread; training is untouched.
+Every ``interval_ms`` (and at every step boundary, which gives the per-step peaks in the
+``STEP`` marker's args) it reads host RSS and, on CUDA, ``torch.cuda.memory_allocated/
+reserved`` of the capture's device and the device's NVML ``used`` bytes (``pynvml`` from
+``nvidia-ml-py``, imported lazily; the CUDA index is mapped to the NVML index through
+``CUDA_VISIBLE_DEVICES``). Missing NVML just leaves that counter out. An error in the
+thread disables capture once (``Recorder.fail``) and ends the thread; training is untouched.
+
+Cost: the thread must take the GIL from the training loop at every wake-up, so the
+default period (:data:`DEFAULT_INTERVAL_MS`) is long, and one sample is short: on Linux
+RSS is one ``pread`` of ``/proc/self/statm`` on a descriptor kept open (about 1 µs;
+psutil's ``memory_info().rss``, the fallback elsewhere, opens and parses the file each
+time; ``memory_full_info`` is far too slow to sample).
 """
 
 from __future__ import annotations
@@ -18,9 +23,14 @@ from typing import Any
 
 from echo_trace.recorder import Recorder
 
-__all__ = ["MemorySampler", "nvml_index"]
+__all__ = ["DEFAULT_INTERVAL_MS", "MemorySampler", "nvml_index"]
 
 log = logging.getLogger("echo_trace")
+
+#: Sampling period of ``echo_trace.capture()`` (ms): a wake-up every 10 ms cost the GPT
+#: example several % of its step time on a busy 2-core machine; step boundaries are
+#: sampled anyway.
+DEFAULT_INTERVAL_MS = 50.0
 
 
 def nvml_index(cuda_index: int, visible: str | None) -> int | str:
@@ -54,18 +64,45 @@ def _nvml_handle(cuda_index: int) -> Any:
         return None
 
 
+class _StatmRss:
+    """Resident set size from ``/proc/self/statm`` (field 2, pages), one ``pread`` each."""
+
+    def __init__(self) -> None:
+        self._fd = os.open("/proc/self/statm", os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        self._page = os.sysconf("SC_PAGE_SIZE")
+        self()  # fails here, not in the thread, where the file cannot be read
+
+    def __call__(self) -> int:
+        return int(os.pread(self._fd, 128, 0).split(None, 2)[1]) * self._page
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+def _rss_reader() -> tuple[Any, Any]:
+    """``(read_rss_bytes, close)``: statm on Linux, psutil elsewhere."""
+    try:
+        statm = _StatmRss()
+        return statm, statm.close
+    except (OSError, ValueError, IndexError, AttributeError):
+        import psutil
+
+        proc = psutil.Process()
+        return (lambda: int(proc.memory_info().rss)), (lambda: None)
+
+
 class MemorySampler:
     """Samples memory every ``interval_ms`` while recording; tracks per-step peaks (bytes)."""
 
     def __init__(self, rec: Recorder, *, interval_ms: float, cuda_device: int | None = None
                  ) -> None:
-        import psutil
-
         self.rec = rec
         self.interval_s = interval_ms / 1000.0
         self.cuda_device = cuda_device
-        self._proc = psutil.Process()
-        self._stop = threading.Event()
+        self._rss, self._close = _rss_reader()
+        self._wake = threading.Lock()
         self._thread: threading.Thread | None = None
         self._peaks: dict[str, float] = {}
         self._lock = threading.Lock()
@@ -79,7 +116,7 @@ class MemorySampler:
 
     def sample(self) -> dict[str, float]:
         """Read the counters now, record them (when recording) and update the peaks."""
-        vals: dict[str, float] = {"rss_bytes": int(self._proc.memory_info().rss)}
+        vals: dict[str, float] = {"rss_bytes": self._rss()}
         if self._cuda is not None:
             dev = self.cuda_device
             vals["cuda_allocated_bytes"] = int(self._cuda.memory_allocated(dev))
@@ -111,26 +148,37 @@ class MemorySampler:
         return out
 
     def _run(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            if not self.rec.enabled:
+        # a timed acquire of a lock that stop() releases: one wake-up per period (a bare
+        # lock is cheaper to wait on than threading.Event, which builds a lock per wait)
+        wake, interval_s, rec = self._wake, self.interval_s, self.rec
+        while not wake.acquire(True, interval_s):
+            if not rec.enabled:
                 return
             try:
                 self.sample()
             except Exception as e:  # noqa: BLE001 - the sampler must never hurt the job
-                self.rec.fail("memory sampler", e)
+                rec.fail("memory sampler", e)
                 return
+        wake.release()  # woken by stop(): leave the lock free for a later start()
 
     def start(self) -> None:
         """Start the thread (idempotent; interval 0 means no thread, samples at boundaries)."""
         if self._thread is not None or self.interval_s <= 0:
             return
-        self._stop.clear()
+        self._wake.acquire()  # held while the thread runs
         self._thread = threading.Thread(target=self._run, name="echo_trace-memory", daemon=True)
         self._thread.start()
 
     def stop(self, timeout_s: float = 1.0) -> None:
-        """Stop and join the thread (idempotent)."""
-        self._stop.set()
+        """Stop and join the thread (idempotent); samples at boundaries still work."""
         t, self._thread = self._thread, None
-        if t is not None and t is not threading.current_thread():
+        if t is None:
+            return
+        self._wake.release()
+        if t is not threading.current_thread():
             t.join(timeout_s)
+
+    def close(self) -> None:
+        """Stop the thread and release the statm descriptor (idempotent)."""
+        self.stop()
+        self._close()

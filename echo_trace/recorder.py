@@ -153,13 +153,12 @@ class Recorder:
     def comm_begin(self, name: str, args: dict[str, Any]) -> CommToken:
         """A communication op was issued now; returns the token to close at completion."""
         with self._lock:
-            for lane, busy in enumerate(self._lanes):
-                if not busy:
-                    break
+            lanes = self._lanes
+            lane = next((k for k, busy in enumerate(lanes) if not busy), len(lanes))
+            if lane == len(lanes):
+                lanes.append(True)
             else:
-                lane = len(self._lanes)
-                self._lanes.append(False)
-            self._lanes[lane] = True
+                lanes[lane] = True
         return CommToken(name, self.now_us(), lane, args, self.step, self.occurrence(name))
 
     def comm_end(self, token: CommToken, end_us: float | None = None) -> None:

@@ -73,15 +73,16 @@ def trace_events(events: Iterable[dict[str, Any]], *, rank: int, host: str,
                  offset_us: float) -> list[dict[str, Any]]:
     """Chrome events: ``M`` metadata first, then events sorted by time with ``pid = rank``
     and ``ts`` = local µs + ``offset_us`` (the local → trace clock shift: µs since the
-    file's ``baseTimeNanoseconds`` on rank 0's clock), 3 decimals."""
+    file's ``baseTimeNanoseconds`` on rank 0's clock), 3 decimals; ``dur`` is the rounded
+    end minus the rounded start, so a slice ending where the next starts touches it."""
     out: list[dict[str, Any]] = []
     tids = {COMPUTE_TID, STEP_TID}
     for ev in events:
         e = dict(ev)
         e["pid"] = rank
-        e["ts"] = round(ev["ts"] + offset_us, 3)
-        if "dur" in e:
-            e["dur"] = round(e["dur"], 3)
+        ts = e["ts"] = round(ev["ts"] + offset_us, 3)
+        if "dur" in e:  # from the rounded end, so touching slices still touch
+            e["dur"] = round(round(ev["ts"] + ev["dur"] + offset_us, 3) - ts, 3)
         tid = e.setdefault("tid", COMPUTE_TID)
         tids.add(tid)
         out.append(e)
@@ -115,7 +116,8 @@ def write_rank_dir(rank_dir: str | os.PathLike[str], *, events: list[dict[str, A
     rank = int(meta.get("rank", 0))
     chrome = trace_events(events, rank=rank, host=str(meta.get("host", "")),
                           offset_us=offset_us)
-    doc = {"traceEvents": chrome, "displayTimeUnit": "ms", "baseTimeNanoseconds": base_time_ns,
+    doc = {"traceEvents": chrome, "displayTimeUnit": "ms",
+           "baseTimeNanoseconds": int(base_time_ns),
            "otherData": {"format": FORMAT, "rank": rank,
                          "world_size": meta.get("world_size", 1),
                          "echo_version": meta.get("echo_version")}}

@@ -268,3 +268,63 @@ def test_progress_bar_and_workers(capsys: pytest.CaptureFixture[str]) -> None:
     p = load_trace(ECHO, progress=False, workers=2)
     assert p.names == t.names and np.array_equal(p.events.ts_us, t.events.ts_us)
     assert p.comm_args.keys() == t.comm_args.keys() and p.groups == t.groups
+
+
+# ------------------------------------------------ baseTimeNanoseconds (relative ts)
+B0_NS = 1_699_999_999_000_000_000  # a whole second, 1 s before the fixture's first event
+
+
+def _rebase_file(rank_dir: Path, base_ns: int, *, in_meta: bool = False) -> None:
+    """Rewrite a fixture rank so its ts are µs since ``base_ns`` (same instants)."""
+    p = rank_dir / "trace.json"
+    doc = json.loads(p.read_text())
+    for e in doc["traceEvents"]:
+        if "ts" in e:
+            e["ts"] = e["ts"] - base_ns // 1000  # fixture ts are whole µs: exact
+    if in_meta:
+        m = json.loads((rank_dir / "meta.json").read_text())
+        m["base_time_ns"] = base_ns
+        (rank_dir / "meta.json").write_text(json.dumps(m))
+    else:
+        doc["baseTimeNanoseconds"] = base_ns
+    p.write_text(json.dumps(doc))
+
+
+def test_ranks_with_different_bases_keep_their_alignment(echo_copy: Path) -> None:
+    absolute = load_trace(ECHO)
+    _rebase_file(echo_copy / "0_0", B0_NS)
+    _rebase_file(echo_copy / "0_1", B0_NS + 3_000_000_000, in_meta=True)  # base 3 s later
+    t = load_trace(echo_copy)
+    # both ranks on the earliest base: the same instants as the absolute fixture, exactly
+    assert np.array_equal(t.events.ts_us, absolute.events.ts_us - B0_NS // 1000)
+    assert np.array_equal(t.counters.ts_us, absolute.counters.ts_us - B0_NS // 1000)
+    row = int(np.flatnonzero(t.events.name == t.name_id("FW.fc1"))[0])
+    assert t.events.ts_us[row] == 1_000_000.0  # rank 0's FW.fc1, 1 s after its base
+    assert t.iteration_bounds(1, 2)[0] == absolute.iteration_bounds(1, 2)[0] - B0_NS // 1000
+
+
+def test_sub_microsecond_times_survive_relative_ts(echo_copy: Path) -> None:
+    _rebase_file(echo_copy / "0_1", B0_NS)  # same base on both ranks: no shift
+    p = echo_copy / "0_0" / "trace.json"
+    doc = json.loads(p.read_text())
+    doc["baseTimeNanoseconds"] = B0_NS
+    fw = [e for e in doc["traceEvents"] if e.get("ph") == "X"]
+    for i, e in enumerate(sorted(fw, key=lambda e: e["ts"])):
+        e["ts"] = 12.345 + i * 1.001  # ns-resolution times, touching exactly
+        e["dur"] = 1.001
+    p.write_text(json.dumps(doc))
+    t = load_trace(echo_copy)
+    rows = t.rank_rows(0)
+    ts, dur = t.events.ts_us[rows], t.events.dur_us[rows]
+    assert ts[0] == 12.345 and ts[1] == pytest.approx(13.346, abs=1e-9)
+    assert np.all(np.abs(ts[1:] - (ts[:-1] + dur[:-1])) < 1e-9)
+
+
+@pytest.mark.parametrize("value", [-1, 1.5, "0", True])
+def test_bad_base_time_is_named(echo_copy: Path, value: object) -> None:
+    p = echo_copy / "0_1" / "trace.json"
+    doc = json.loads(p.read_text())
+    doc["baseTimeNanoseconds"] = value
+    p.write_text(json.dumps(doc))
+    with pytest.raises(TraceFormatError, match="0_1.*baseTimeNanoseconds"):
+        load_trace(echo_copy)

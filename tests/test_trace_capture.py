@@ -9,6 +9,7 @@ import os
 import signal
 import tempfile
 import textwrap
+import time
 from pathlib import Path
 
 import networkx as nx
@@ -102,6 +103,17 @@ def test_capture_writes_steps_2_to_4_with_every_leaf(tmp_path):
     assert nx.is_directed_acyclic_graph(dag) and dag.graph["step"] == 4
     assert list(dag.successors("UPDATE.SGD")) == ["NEXT_STEP"]
     assert next(nx.topological_sort(dag)) == "FW.emb"
+    # ts: µs since the capture's start floored to the second (no process group)
+    base = doc["baseTimeNanoseconds"]
+    assert base == meta["base_time_ns"] and base % 1_000_000_000 == 0
+    assert abs(base / 1e9 - time.time()) < 3600
+    assert all(0 <= e["ts"] < 3600e6 for e in doc["traceEvents"] if "ts" in e)
+    # compute slices are sequential or nested, and a BW closed by the next slice touches
+    # it exactly (sub-µs values: no float64 ulps of Unix-epoch µs)
+    comp = sorted((e for e in ev if e["tid"] == 0), key=lambda e: (e["ts"], -e["dur"]))
+    gaps = [b["ts"] - (a["ts"] + a["dur"]) for a, b in zip(comp, comp[1:], strict=False)
+            if b["ts"] + b["dur"] > a["ts"] + a["dur"]]
+    assert min(gaps) > -1e-6 and sum(abs(g) < 1e-6 for g in gaps) >= 3
 
 
 def test_same_losses_and_params_with_and_without_capture(tmp_path):
@@ -345,6 +357,10 @@ def test_two_ranks_clock_alignment(block_rank):
     else:
         assert metas[1]["clock_sync"] == "all_gather" and metas[1]["rank"] == 1
         assert metas[1]["clock_offset_us"] == 0.0  # same host as rank 0: one kernel clock
+        # one time base for the job: rank 0's clock at sync, floored to the second
+        assert metas[1]["base_time_ns"] == metas[0]["base_time_ns"]
+    assert metas[0]["base_time_ns"] % 1_000_000_000 == 0
+    assert abs(metas[0]["base_time_ns"] / 1e9 - time.time()) < 3600
 
 
 @pytest.mark.slow
@@ -360,3 +376,4 @@ def test_two_ranks_clock_offset_measured_across_hosts():
     s0 = [e["ts"] for e in doc0["traceEvents"] if e["name"] == "STEP"]
     s1 = [e["ts"] for e in doc1["traceEvents"] if e["name"] == "STEP"]
     assert len(s0) == len(s1) == 2 and abs(s0[1] - s1[1]) < 200_000
+    assert doc0["baseTimeNanoseconds"] == doc1["baseTimeNanoseconds"] == m1["base_time_ns"]

@@ -101,11 +101,49 @@ def test_trace_events_metadata_pid_and_clock_shift():
     assert next(e for e in body if e["ph"] == "C")["ts"] == 1010.0
 
 
+def test_touching_slices_touch_after_rounding():
+    # local perf-counter µs (hours of uptime) shifted to a trace base: awkward floats
+    # (rounding start and duration separately made BW.a end 0.001 µs after BW.b starts)
+    t0, d1, d2 = 9_876_543_210.0006, 0.0008, 1.0000004
+    evs = [_x("BW.a", "BW", t0, d1), _x("BW.b", "BW", t0 + d1, d2),
+           _x("FW.c", "FW", t0 + d1 + d2, 2.5)]
+    out = [e for e in trace_events(evs, rank=0, host="h", offset_us=-9_876_000_000.0)
+           if e["ph"] == "X"]
+    for a, b in zip(out, out[1:], strict=False):
+        assert abs(a["ts"] + a["dur"] - b["ts"]) < 1e-9
+    assert (out[0]["ts"], out[0]["dur"], out[1]["ts"]) == (543_210.001, 0.0, 543_210.001)
+
+
+def test_recorder_tuples_become_contract_dicts():
+    rec = Recorder(max_events=5)
+    rec.new_step(4)
+    shared = {"module": "m", "type": "Linear", "param_bytes": 8}
+    rec.record("FW.m", "FW", 1.0, 2.0, shared, {"in_bytes": 4, "out_bytes": 8})
+    rec.record("BW.m", "BW", 5.0, -1.0, shared)  # negative duration: clamped when written
+    rec.record("FW.m", "FW", 7.0, 1.0, shared, {"in_bytes": 4, "out_bytes": 8})
+    rec.complete("STEP", "step", 0.0, 9.0, {"peak_rss_bytes": 3}, tid=STEP_TID, occ=0)
+    rec.counter("memory", 2.0, {"rss_bytes": 1})
+    rec.counter("memory", 3.0, {"rss_bytes": 2})  # the 6th event: dropped
+    assert rec.dropped == 1 and len(rec.events) == 5 and rec.steps_recorded() == {4}
+    fw0, bw, fw1, step, mem = rec.event_dicts()
+    assert fw0 == {"name": "FW.m", "cat": "FW", "ph": "X", "tid": 0, "ts": 1.0, "dur": 2.0,
+                   "args": {"module": "m", "type": "Linear", "param_bytes": 8, "in_bytes": 4,
+                            "out_bytes": 8, "step": 4, "occ": 0}}
+    assert fw1["args"]["occ"] == 1 and bw["args"]["occ"] == 0 and bw["dur"] == 0.0
+    assert step["args"] == {"peak_rss_bytes": 3, "step": 4, "occ": 0}
+    assert mem == {"name": "memory", "cat": "memory", "ph": "C", "ts": 2.0,
+                   "args": {"rss_bytes": 1}}
+    assert shared == {"module": "m", "type": "Linear", "param_bytes": 8}  # never mutated
+
+
 def test_write_rank_dir_json_and_gzip(tmp_path):
     meta = {"rank": 1, "world_size": 2, "host": "h", "echo_version": "0.1.0"}
     paths = write_rank_dir(tmp_path / "0_1", events=STEP0, meta=meta,
-                           dag_gml=dag_gml(build_step_dag(STEP0, 0)), offset_us=0.0)
+                           dag_gml=dag_gml(build_step_dag(STEP0, 0)), offset_us=0.0,
+                           base_time_ns=1_750_000_000_000_000_000)
     doc = json.loads(paths["trace"].read_text())
+    assert doc["baseTimeNanoseconds"] == 1_750_000_000_000_000_000
+    assert json.loads(paths["meta"].read_text())["base_time_ns"] == 1_750_000_000_000_000_000
     assert doc["otherData"] == {"format": "echo-trace/1", "rank": 1, "world_size": 2,
                                 "echo_version": "0.1.0"}
     assert doc["displayTimeUnit"] == "ms"

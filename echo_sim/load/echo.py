@@ -5,6 +5,11 @@ per-event :meth:`TraceBuilder.add` call: each file's events become Python lists 
 column at a time (list comprehensions over the parsed dicts) and then numpy arrays, and
 the per-rank tables are concatenated in rank order (each already sorted by time). The
 result is the same :class:`~echo_sim.trace.model.Trace` the builder would produce.
+
+Times: each file's ``ts`` are µs since its ``baseTimeNanoseconds`` (else meta.json's
+``base_time_ns``, else 0 for older files holding absolute Unix µs). Ranks written with
+different bases are put on the earliest one (``ts += (base_r − min base) / 1000``, exact
+integer ns), so the Trace's times are µs since that base and cross-rank alignment holds.
 """
 
 from __future__ import annotations
@@ -424,6 +429,7 @@ class _RankPart:
     groups: list[tuple[int, ...]]
     series: list[str]
     dag: nx.DiGraph | None
+    base_ns: int = 0  # the file's baseTimeNanoseconds: its ts are µs since then
 
 
 def read_rank(index: int, src: RankSource) -> _RankPart:
@@ -444,6 +450,7 @@ def _read_rank(index: int, src: RankSource) -> _RankPart:
     events, top = read_trace_events(src.trace_file)
     other = top.get("otherData") if isinstance(top.get("otherData"), dict) else {}
     info = _rank_info(src, meta, other or {}, index)
+    base_ns = _base_ns(src, top, meta)
     if not all(isinstance(e, dict) for e in events):
         raise TraceFormatError(f"{src.trace_file}: malformed event: {_first_bad(events)}")
     names, kinds, groups, series = _Interner(), _Interner(), _Interner(), _Interner()
@@ -451,7 +458,35 @@ def _read_rank(index: int, src: RankSource) -> _RankPart:
     del events, top
     dag = read_dag(src.dag_file) if src.dag_file is not None else None
     return _RankPart(info, table, names.values(), kinds.values(), groups.values(),
-                     series.values(), dag)
+                     series.values(), dag, base_ns)
+
+
+def _base_ns(src: RankSource, top: dict[str, Any], meta: dict[str, Any]) -> int:
+    """``baseTimeNanoseconds`` of trace.json, else ``base_time_ns`` of meta.json, else 0
+    (traces written before the key existed carry absolute Unix µs)."""
+    for where, d, key in ((src.trace_file, top, "baseTimeNanoseconds"),
+                          (src.meta_file or src.trace_file, meta, "base_time_ns")):
+        if key in d:
+            v = d[key]
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise TraceFormatError(f"{where}: '{key}' is {v!r}, expected a non-negative "
+                                       "integer (Unix ns)")
+            return v
+    return 0
+
+
+def _rebase(parts: list[_RankPart]) -> None:
+    """Put every rank on the earliest base: ts += (base_r − min base), exact integer ns
+    turned into µs once, so cross-rank alignment survives ranks with different bases."""
+    if not parts:
+        return
+    base0 = min(p.base_ns for p in parts)
+    for p in parts:
+        if p.base_ns != base0:
+            shift_us = (p.base_ns - base0) / 1000.0
+            p.table.cols["ts_us"] = p.table.cols["ts_us"] + shift_us
+            ts, sid, val = p.table.counters
+            p.table.counters = (ts + shift_us, sid, val)
 
 
 def _read_rank_star(job: tuple[int, RankSource]) -> _RankPart:
@@ -531,6 +566,7 @@ def load_echo(sources: Sequence[RankSource], *, source: str = "",
         if pool is not None:
             pool.shutdown(cancel_futures=True)
     parts.sort(key=lambda p: p.info.rank)
+    _rebase(parts)
     tables = [p.table for p in parts]
     table = Events.concat([Events(**t.cols) for t in tables])
     comm_args: dict[int, dict[str, Any]] = {}

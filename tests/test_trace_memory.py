@@ -1,0 +1,81 @@
+"""Memory sampler: the RSS reader, the thread's start/stop, per-step peaks, NVML mapping."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import psutil
+import pytest
+
+from echo_trace.memory import DEFAULT_INTERVAL_MS, MemorySampler, _StatmRss, nvml_index
+from echo_trace.recorder import Recorder
+
+
+def _rec() -> Recorder:
+    rec = Recorder()
+    rec.recording = True
+    rec.new_step(0)
+    return rec
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="Linux /proc only")
+def test_statm_rss_matches_psutil() -> None:
+    read = _StatmRss()
+    try:
+        blob = bytearray(64 << 20)  # touch 64 MiB so RSS moves between the two reads
+        blob[:: 4096] = b"x" * len(blob[:: 4096])
+        ours, theirs = read(), psutil.Process().memory_info().rss
+        assert abs(ours - theirs) <= 4 << 20 and ours >= len(blob)
+    finally:
+        read.close()
+
+
+def test_thread_samples_until_stopped_and_restarts() -> None:
+    rec = _rec()
+    s = MemorySampler(rec, interval_ms=2.0)
+    s.start()
+    s.start()  # idempotent: one thread
+    deadline = time.monotonic() + 20.0
+    while len(rec.events) < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    s.stop()
+    s.stop()
+    n = len(rec.events)
+    assert n >= 3 and all(r[0] == "C" and r[1] == "memory" for r in rec.events)
+    assert all(r[8]["rss_bytes"] > 0 for r in rec.events)
+    time.sleep(0.02)
+    assert len(rec.events) == n  # the thread is gone
+    s.start()  # the wake-up lock was left free
+    deadline = time.monotonic() + 20.0
+    while len(rec.events) == n and time.monotonic() < deadline:
+        time.sleep(0.01)
+    s.close()
+    assert len(rec.events) > n and rec.enabled
+
+
+def test_zero_interval_means_boundary_samples_only() -> None:
+    rec = _rec()
+    s = MemorySampler(rec, interval_ms=0)
+    s.start()
+    assert s._thread is None
+    first = s.sample()["rss_bytes"]
+    s.sample()
+    peaks = s.take_peaks()
+    assert peaks["peak_rss_bytes"] >= first > 0 and set(peaks) == {"peak_rss_bytes"}
+    assert s.take_peaks() == {}  # reset for the next step
+    rec.recording = False
+    s.sample()  # outside the window: peaks only, no event
+    assert len(rec.events) == 2 and s.take_peaks()["peak_rss_bytes"] > 0
+    s.close()
+
+
+def test_default_interval_is_long_enough_not_to_contend() -> None:
+    assert 50.0 <= DEFAULT_INTERVAL_MS <= 100.0
+
+
+def test_nvml_index_mapping() -> None:
+    assert nvml_index(1, None) == 1 and nvml_index(1, "") == 1
+    assert nvml_index(1, "3,2") == 2
+    assert nvml_index(0, "GPU-abc, GPU-def") == "GPU-abc"
+    assert nvml_index(5, "0,1") == 5  # beyond the list: as is
