@@ -31,7 +31,7 @@ ENV_VARS: dict[str, str] = {
     "TRACE_DIR": "root of the output, one <node_rank>_<local_rank>/ per process (default: ./traces)",
     "TRACE_GZIP": "1 writes trace.json.gz instead of trace.json (default: 0)",
     "TRACE_DEPTH": "module depth traced as FW/BW events; unset = leaf modules (default: unset)",
-    "TRACE_MEMORY_INTERVAL_MS": "memory sampling period in ms; 0 turns the sampler off (default: 10)",
+    "TRACE_MEMORY_INTERVAL_MS": "memory sampling period in ms; 0 turns the sampler off; per-step peaks are also sampled at every step boundary (default: 50)",
     "TRACE_OVERWRITE": "1 allows replacing a non-empty rank directory (default: 0)",
     "TRACE_MAX_EVENTS": f"event buffer bound per process (default: {DEFAULT_MAX_EVENTS})",
 }
@@ -87,7 +87,7 @@ class CaptureConfig:
     end_step: int | None = None
     gzip: bool = False
     depth: int | None = None
-    memory_interval_ms: float = 10.0
+    memory_interval_ms: float = 50.0
     overwrite: bool = False
     max_events: int = DEFAULT_MAX_EVENTS
 
@@ -137,7 +137,7 @@ class CaptureConfig:
             end_step=_env_int(env, "TRACE_END_STEP"),
             gzip=env_flag(env.get("TRACE_GZIP"), "TRACE_GZIP"),
             depth=depth,
-            memory_interval_ms=10.0 if interval is None else interval,
+            memory_interval_ms=50.0 if interval is None else interval,
             overwrite=env_flag(env.get("TRACE_OVERWRITE"), "TRACE_OVERWRITE"),
             max_events=DEFAULT_MAX_EVENTS if max_events is None else max_events,
         )

@@ -86,9 +86,18 @@ def _spawn_entry(rank: int, world_size: int, store_path: str, fn: Callable[..., 
                       LOCAL_WORLD_SIZE=str(world_size))
     store = dist.FileStore(store_path, world_size)
     dist.init_process_group("gloo", store=store, rank=rank, world_size=world_size)
+    ok = False
     try:
         fn(rank, world_size, *args)
+        ok = True
     finally:
+        if ok:
+            # Let every rank finish its collectives before tearing gloo down: destroying
+            # the group with a peer's work still in flight aborts the process (SIGABRT).
+            dist.barrier()
+            import gc
+
+            gc.collect()
         dist.destroy_process_group()
 
 

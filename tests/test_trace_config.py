@@ -12,7 +12,7 @@ def test_defaults_record_three_steps_from_two():
     cfg = CaptureConfig()
     assert (cfg.out_dir, cfg.start_step, cfg.end_step, cfg.last_step) == ("traces", 2, 5, 4)
     assert cfg.gzip is False and cfg.depth is None and cfg.overwrite is False
-    assert cfg.memory_interval_ms == 10.0 and cfg.max_events == DEFAULT_MAX_EVENTS
+    assert cfg.memory_interval_ms == 50.0 and cfg.max_events == DEFAULT_MAX_EVENTS
 
 
 def test_end_step_defaults_to_start_plus_three():
