@@ -128,6 +128,13 @@ def _worker(argv: list[str]) -> int:
             "rank": rank, "step_s": job.step_s, "rss_before_model_bytes": rss0,
             "peak_rss_bytes": peak, "peak_cuda_allocated_bytes": cuda_peak}))
         if dist.is_initialized():
+            # as examples/train.py's main(): drain, free the job, then tear gloo down
+            # (destroying the group with a peer's work in flight aborts the process)
+            dist.barrier()
+            del job
+            import gc
+
+            gc.collect()
             dist.destroy_process_group()
     return 0
 

@@ -41,7 +41,11 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from examples.models import GPT, GPTConfig, token_batch
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:  # `python benchmarks/overhead.py` from anywhere
+    sys.path.insert(0, str(REPO))
+
+from examples.models import GPT, GPTConfig, token_batch  # noqa: E402
 
 __all__ = ["BenchConfig", "MODES", "main", "parse_flags", "run_benchmark"]
 
