@@ -91,7 +91,7 @@ def test_pipeline_end_to_end_on_a_tiny_model(tmp_path: Path,
     doc = json.loads(out.read_text())
     assert doc["benchmark"] == "accuracy"
     assert {"platform", "cpu_count", "torch", "load_avg_1min_at_runs"} <= set(doc["machine"])
-    assert (tmp_path / "work" / "comm.json").is_file()
+    assert (tmp_path / "work" / "rep0" / "comm.json").is_file()  # one profile per repetition
     assert (tmp_path / "work" / "rep0" / "tiny" / "trace" / "0_0" / "trace.json").is_file()
     (case,) = doc["cases"]
     assert case["case"] == "ddp/tiny", case
