@@ -19,6 +19,7 @@ import html
 import multiprocessing as mp
 import os
 import re
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -493,13 +494,30 @@ def _read_rank_star(job: tuple[int, RankSource]) -> _RankPart:
     return read_rank(*job)
 
 
+def _spawn_safe() -> bool:
+    """Whether spawned workers can start: spawn re-runs the main script in every child, so
+    a script without an ``if __name__ == "__main__"`` guard would run again (and fail).
+    ``python -m`` modules, interactive sessions and guarded scripts are safe."""
+    main = sys.modules.get("__main__")
+    if main is None or getattr(main, "__spec__", None) is not None:
+        return True
+    path = getattr(main, "__file__", None)
+    if not path:
+        return True
+    try:
+        src = Path(path).read_text(errors="ignore")
+    except OSError:
+        return False
+    return "__main__" in src
+
+
 def default_workers(sources: Sequence[RankSource]) -> int:
     """Processes to parse with: 1 for small traces, else up to one per core (max 8).
 
     Parsing JSON is CPU-bound and per file, so big multi-rank traces scale with cores;
     below 64 MiB of trace files the process start-up (~0.3 s) is not worth it.
     """
-    if len(sources) < 4:
+    if len(sources) < 4 or not _spawn_safe():
         return 1
     total = 0
     for s in sources:
