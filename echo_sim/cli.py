@@ -41,10 +41,6 @@ def load_commands() -> list[Command]:
     ]
 
 
-def _name_to_dest(flag: str) -> str:
-    return flag.lstrip("-").replace("-", "_")
-
-
 def build_parser(commands: Sequence[Command]) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter

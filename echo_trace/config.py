@@ -18,7 +18,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-__all__ = ["DEFAULT_MAX_EVENTS", "ENV_VARS", "CaptureConfig", "env_flag"]
+__all__ = ["DEFAULT_MAX_EVENTS", "ENV_VARS", "CaptureConfig", "env_flag", "env_int"]
 
 DEFAULT_MAX_EVENTS = 2_000_000
 
@@ -50,7 +50,8 @@ def env_flag(value: str | None, name: str) -> bool:
     raise ValueError(f"{name}={value!r}: expected one of 1, 0, true, false, yes, no, on, off")
 
 
-def _env_int(env: Mapping[str, str], name: str) -> int | None:
+def env_int(env: Mapping[str, str], name: str) -> int | None:
+    """An integer environment value; ``None`` when unset or blank."""
     raw = env.get(name, "").strip()
     if not raw:
         return None
@@ -126,15 +127,15 @@ class CaptureConfig:
         Raises ``ValueError`` naming the variable when a value cannot be parsed.
         """
         env = os.environ if environ is None else environ
-        start = _env_int(env, "TRACE_START_STEP")
+        start = env_int(env, "TRACE_START_STEP")
         start = 2 if start is None else start
-        depth = _env_int(env, "TRACE_DEPTH")
+        depth = env_int(env, "TRACE_DEPTH")
         interval = _env_float(env, "TRACE_MEMORY_INTERVAL_MS")
-        max_events = _env_int(env, "TRACE_MAX_EVENTS")
+        max_events = env_int(env, "TRACE_MAX_EVENTS")
         return cls(
             out_dir=env.get("TRACE_DIR", "").strip() or "traces",
             start_step=start,
-            end_step=_env_int(env, "TRACE_END_STEP"),
+            end_step=env_int(env, "TRACE_END_STEP"),
             gzip=env_flag(env.get("TRACE_GZIP"), "TRACE_GZIP"),
             depth=depth,
             memory_interval_ms=50.0 if interval is None else interval,

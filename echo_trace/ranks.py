@@ -14,6 +14,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from echo_trace.config import env_int
+
 __all__ = ["RANK_ENV_VARS", "RankInfo", "detect_ranks"]
 
 #: The launcher variables read by :func:`detect_ranks`.
@@ -51,16 +53,6 @@ class RankInfo:
         return f"{self.node_rank}_{self.local_rank}"
 
 
-def _int(env: Mapping[str, str], name: str) -> int | None:
-    raw = env.get(name, "").strip()
-    if not raw:
-        return None
-    try:
-        return int(raw)
-    except ValueError:
-        raise ValueError(f"{name}={raw!r}: expected an integer") from None
-
-
 def _slurm_tasks_per_node(env: Mapping[str, str], node: int) -> int | None:
     """Tasks on this node from ``SLURM_TASKS_PER_NODE`` (e.g. ``4(x2),3``) or ``..._PER_NODE``."""
     raw = env.get("SLURM_TASKS_PER_NODE", "").strip()
@@ -82,32 +74,32 @@ def _slurm_tasks_per_node(env: Mapping[str, str], node: int) -> int | None:
 def detect_ranks(environ: Mapping[str, str] | None = None) -> RankInfo:
     """Rank information from the launcher environment (see the module docstring)."""
     env = os.environ if environ is None else environ
-    rank = _int(env, "RANK")
+    rank = env_int(env, "RANK")
     if rank is not None:
-        world = _int(env, "WORLD_SIZE") or 1
-        local = _int(env, "LOCAL_RANK")
+        world = env_int(env, "WORLD_SIZE") or 1
+        local = env_int(env, "LOCAL_RANK")
         local = rank if local is None else local
-        lws = _int(env, "LOCAL_WORLD_SIZE") or world
-        node = _int(env, "GROUP_RANK")
+        lws = env_int(env, "LOCAL_WORLD_SIZE") or world
+        node = env_int(env, "GROUP_RANK")
         node = rank // lws if node is None else node
         return RankInfo(rank=rank, local_rank=local, world_size=world, local_world_size=lws,
                         node_rank=node, source="torchrun")
-    rank = _int(env, "SLURM_PROCID")
+    rank = env_int(env, "SLURM_PROCID")
     if rank is not None:
-        world = _int(env, "SLURM_NTASKS") or 1
-        local = _int(env, "SLURM_LOCALID")
+        world = env_int(env, "SLURM_NTASKS") or 1
+        local = env_int(env, "SLURM_LOCALID")
         local = 0 if local is None else local
-        node = _int(env, "SLURM_NODEID")
-        lws = _slurm_tasks_per_node(env, node or 0) or max(world // (_int(env, "SLURM_NNODES") or 1), 1)
+        node = env_int(env, "SLURM_NODEID")
+        lws = _slurm_tasks_per_node(env, node or 0) or max(world // (env_int(env, "SLURM_NNODES") or 1), 1)
         node = rank // lws if node is None else node
         return RankInfo(rank=rank, local_rank=local, world_size=world, local_world_size=lws,
                         node_rank=node, source="slurm")
-    rank = _int(env, "OMPI_COMM_WORLD_RANK")
+    rank = env_int(env, "OMPI_COMM_WORLD_RANK")
     if rank is not None:
-        world = _int(env, "OMPI_COMM_WORLD_SIZE") or 1
-        local = _int(env, "OMPI_COMM_WORLD_LOCAL_RANK")
+        world = env_int(env, "OMPI_COMM_WORLD_SIZE") or 1
+        local = env_int(env, "OMPI_COMM_WORLD_LOCAL_RANK")
         local = 0 if local is None else local
-        lws = _int(env, "OMPI_COMM_WORLD_LOCAL_SIZE") or world
+        lws = env_int(env, "OMPI_COMM_WORLD_LOCAL_SIZE") or world
         return RankInfo(rank=rank, local_rank=local, world_size=world, local_world_size=lws,
                         node_rank=rank // lws, source="openmpi")
     return RankInfo()
