@@ -7,7 +7,7 @@ For every case (a parallel layout × an example model size) and every repetition
 2. profile the gloo collectives at the start of every repetition (``profile-comm --nproc
    2``, 1 KB..16 MB) in busy mode (5 ms of compute on every rank before each timed collective; also measures the compute
    slowdown of ranks sharing the host's cores);
-3. predict with :func:`echo_sim.simulate.simulate` (``--dp/--tp/--pp``, ``cluster cpu-gloo``,
+3. predict with :func:`echo_sim.sim.simulate.simulate` (``--dp/--tp/--pp``, ``cluster cpu-gloo``,
    1 node × 2, the measured profile) — iteration time and peak memory;
 4. run the real job under torchrun (2 processes, ``OMP_NUM_THREADS=1`` each, no capture)
    and measure its iteration time: per step the slowest rank's ``job.step_s``, median over
@@ -68,7 +68,7 @@ SIZES: dict[str, tuple[str, ...]] = {
     "tiny": ("--model", "gpt", "--layers", "2", "--hidden", "32", "--seq", "16",
              "--vocab", "64", "--micro-batch", "2"),
 }
-# Busy-mode comm profile (echo_sim.profile_comm): 5 ms of compute on every rank before each
+# Busy-mode comm profile (echo_sim.measure.profile_comm): 5 ms of compute on every rank before each
 # timed collective, as the ranks of a training step arrive from compute; it also measures
 # the compute slowdown of 2 ranks sharing this host's cores.
 PROFILE_BUSY_US = 5000.0
@@ -188,7 +188,7 @@ def _mem_delta(recs: list[dict[str, Any]]) -> int:
 
 # ------------------------------------------------------------------------------ predict
 def _sim_config(case: Case, comm_profile: Path) -> Any:
-    from echo_sim.simulate import SimConfig
+    from echo_sim.sim.simulate import SimConfig
 
     n = case.nproc
     mb = _micro_batch(case.size)
@@ -209,7 +209,7 @@ def _sim_config(case: Case, comm_profile: Path) -> Any:
 
 def _predict(trace: Any, case: Case, comm_profile: Path, timeline: Path | None,
              ) -> dict[str, Any]:
-    from echo_sim.simulate import simulate
+    from echo_sim.sim.simulate import simulate
 
     t0 = time.perf_counter()
     res = simulate(trace, _sim_config(case, comm_profile), keep=timeline is not None)
@@ -223,7 +223,7 @@ def _predict(trace: Any, case: Case, comm_profile: Path, timeline: Path | None,
         "sim_wall_s": round(time.perf_counter() - t0, 3),
     }
     if timeline is not None:
-        from echo_sim.export import write_echo_dirs
+        from echo_sim.trace.export import write_echo_dirs
 
         write_echo_dirs(res.to_trace(), timeline, overwrite=True)
     return out
@@ -249,9 +249,9 @@ def run_benchmark(cases: tuple[Case, ...], *, reps: int, steps: int, warmup: int
                   timeout: float = 300,
                   log: Any = sys.stderr) -> dict[str, Any]:
     """Run every case ``reps`` times; return the JSON document (see the module docstring)."""
-    from echo_sim.comm_profile import save_comm_profile
+    from echo_sim.cost.comm_profile import save_comm_profile
     from echo_sim.load import load_trace
-    from echo_sim.profile_comm import ProfileSpec, measure_comm_profile, parse_sizes
+    from echo_sim.measure.profile_comm import ProfileSpec, measure_comm_profile, parse_sizes
 
     nprocs = sorted({c.nproc for c in cases})
 

@@ -38,7 +38,7 @@ if str(REPO) not in sys.path:
 
 from echo_sim.errors import TraceFormatError  # noqa: E402
 from echo_sim.load import load_trace  # noqa: E402
-from echo_sim.replay import replay  # noqa: E402
+from echo_sim.sim.replay import replay  # noqa: E402
 from echo_sim.trace.model import COLLECTIVES, Cat, Events, RankInfo, Trace  # noqa: E402
 
 __all__ = ["fidelity", "main", "speed", "synthetic_trace"]

@@ -99,7 +99,7 @@ def _worker(kind: str, path: str, workers: int) -> dict[str, Any]:
             out["statistic_cpu_s"] = time.process_time() - c1
     else:
         try:
-            from echo_sim.replay import replay
+            from echo_sim.sim.replay import replay
         except ImportError:
             out["replay_s"] = None
         else:

@@ -1,6 +1,6 @@
 """Simulation speed: one iteration of a GPT-175B-shaped job at 128 / 1,024 / 8,192 GPUs.
 
-The workload is ``echo_sim.synth``'s one-GPU trace of GPT-3 175B (96 layers, hidden 12288,
+The workload is ``echo_sim.sim.synth``'s one-GPU trace of GPT-3 175B (96 layers, hidden 12288,
 96 heads, sequence 2048, vocabulary 51200, micro-batch 1, bf16, H100 roofline) laid out 3D
 on DGX-H100 nodes: TP 8 inside a node, PP 8, DP filling the rest, global batch 1536
 (Narayanan et al. 2021's 175B setting), 1F1B. Each case runs in a fresh process so its
@@ -47,8 +47,8 @@ SHAPE = dict(layers=96, hidden=12288, heads=96, seq=2048, vocab=51200, micro_bat
 
 def run_case(name: str) -> dict[str, Any]:
     """Run one case in this process; returns its figures."""
-    from echo_sim.simulate import SimConfig, simulate
-    from echo_sim.synth import GPTShape, SynthConfig, synth_trace
+    from echo_sim.sim.simulate import SimConfig, simulate
+    from echo_sim.sim.synth import GPTShape, SynthConfig, synth_trace
 
     dp, tp, pp, gb, mode = CASES[name]
     trace = synth_trace(SynthConfig(model=GPTShape(**SHAPE), gpu="h100", dtype="bf16", steps=2))

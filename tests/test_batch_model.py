@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from echo_sim.batch_model import fit_batch_model, linear_batch_model, make_batch_model
+from echo_sim.cost.batch_model import fit_batch_model, linear_batch_model, make_batch_model
 from echo_sim.errors import ConfigError, TraceMismatchError
-from echo_sim.simulate import SimConfig, simulate
+from echo_sim.sim.simulate import SimConfig, simulate
 from echo_sim.workload import extract_workload
 from tests.test_workload import chain_trace, make_trace
 

@@ -11,7 +11,7 @@ import openpyxl
 import pytest
 
 from echo_sim import cli
-from echo_sim.export import write_echo_dirs
+from echo_sim.trace.export import write_echo_dirs
 from tests.test_statistic import two_rank_trace
 
 MINE = ("statistic", "collect", "combine", "compare", "stragglers")

@@ -8,15 +8,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from echo_sim.collectives import (
+from echo_sim.cost.collectives import (
     COLLECTIVE_OPS,
     CommModel,
     algorithms_for,
     collective_time_us,
     links_used,
 )
+from echo_sim.cost.hardware import Cluster, get_cluster, get_gpu
 from echo_sim.errors import ConfigError
-from echo_sim.hardware import Cluster, get_cluster, get_gpu
 
 # 2 nodes × 4 GPUs; intra 100 GB/s = 1e5 B/us, alpha 2 us; NIC 10 GB/s = 1e4 B/us, alpha 10 us
 TOY = Cluster(name="toy", gpu=get_gpu("a100"), gpus_per_node=4, nodes=2, intra_bw_gbps=100.0,
@@ -166,7 +166,7 @@ def test_comm_model_without_profile_is_analytic() -> None:
 
 
 def test_max_hops_matches_routes() -> None:
-    from echo_sim.topology import max_hops, route
+    from echo_sim.cost.topology import max_hops, route
 
     for topo, dims in (("ring", None), ("mesh2d", (3, 4)), ("torus2d", (3, 4)), ("switch", None)):
         c = dataclasses.replace(TOY, nodes=12, topology=topo, mesh_dims=dims)
@@ -179,7 +179,7 @@ def test_max_hops_matches_routes() -> None:
 
 
 def test_full_grid_ring_is_one_hop() -> None:
-    from echo_sim.topology import ring_embedding
+    from echo_sim.cost.topology import ring_embedding
 
     for dims in ((4, 4), (2, 3), (3, 2), (4, 6)):
         n = dims[0] * dims[1]

@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from echo_sim.collectives import CommModel, calibrate_cluster, collective_time_us
-from echo_sim.comm_profile import (
+from echo_sim.cost.collectives import CommModel, calibrate_cluster, collective_time_us
+from echo_sim.cost.comm_profile import (
     CommProfile,
     fit_alpha_beta,
     load_comm_profile,
     save_comm_profile,
 )
+from echo_sim.cost.hardware import get_cluster
 from echo_sim.errors import ConfigError, ProfileError
-from echo_sim.hardware import get_cluster
 
 DATA = Path(__file__).parent / "data" / "comm"
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from echo_sim.compute_scaling import (
+from echo_sim.cost.compute_scaling import (
     compute_scaling,
     op_traffic_bytes,
     resolve_device,
     roofline_us,
 )
+from echo_sim.cost.hardware import get_gpu
 from echo_sim.errors import ConfigError
-from echo_sim.hardware import get_gpu
 from echo_sim.workload import extract_workload
 from tests.test_workload import make_trace
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from echo_sim.critical import CATEGORIES, critical_path
+from echo_sim.analysis.critical import CATEGORIES, critical_path
 from echo_sim.errors import ConfigError
 from tests.test_replay import ddp_trace, pipeline_trace
 
@@ -74,7 +74,7 @@ def test_unknown_step_is_a_config_error():
 
 def test_cli_critical_writes_highlighted_trace(tmp_path, capsys):
     from echo_sim.cli import main
-    from echo_sim.export import write_echo_dirs
+    from echo_sim.trace.export import write_echo_dirs
 
     write_echo_dirs(ddp_trace(straggle_us=4.0), tmp_path / "t")
     out = tmp_path / "crit.json"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import networkx as nx
 import pytest
 
-from echo_sim.draw import draw_graph, filter_graph, layered_layout
 from echo_sim.errors import ConfigError
-from echo_sim.graph import global_graph
+from echo_sim.render.draw import draw_graph, filter_graph, layered_layout
+from echo_sim.trace.graph import global_graph
 from tests.test_replay import ddp_trace
 
 
@@ -63,7 +63,7 @@ def test_cli_graph_summary_and_drawing(tmp_path, capsys):
     import json
 
     from echo_sim.cli import main
-    from echo_sim.export import write_echo_dirs
+    from echo_sim.trace.export import write_echo_dirs
 
     write_echo_dirs(ddp_trace(steps=2), tmp_path / "t")
     assert main(["graph", str(tmp_path / "t"), "--json"]) == 0

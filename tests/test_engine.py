@@ -2,8 +2,8 @@
 
 import pytest
 
-from echo_sim.engine import TaskGraph, run
 from echo_sim.errors import EchoError
+from echo_sim.sim.engine import TaskGraph, run
 
 
 def test_chain_on_one_resource_is_sum_of_durations():

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from echo_sim.errors import EchoError
-from echo_sim.export import chrome_events, write_chrome, write_echo_dirs
+from echo_sim.trace.export import chrome_events, write_chrome, write_echo_dirs
 from echo_sim.trace.model import Cat, RankInfo, TraceBuilder
 from tests.test_statistic import two_rank_trace
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from echo_sim.errors import ConfigError
-from echo_sim.graph import EDGE_KINDS, build_deps, global_graph, rank_dag
+from echo_sim.trace.graph import EDGE_KINDS, build_deps, global_graph, rank_dag
 from echo_sim.trace.model import Cat, TraceBuilder
 from tests.test_replay import ddp_trace, pipeline_trace
 

@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 
+from echo_sim.cost.hardware import CLUSTERS, DTYPES, GPU, GPUS, Cluster, get_cluster, get_gpu
 from echo_sim.errors import ConfigError
-from echo_sim.hardware import CLUSTERS, DTYPES, GPU, GPUS, Cluster, get_cluster, get_gpu
 
 
 def test_presets_exist_with_datasheet_figures() -> None:

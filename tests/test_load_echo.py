@@ -232,7 +232,7 @@ REAL = DATA / "echo_real_ddp"  # examples/train.py --layout ddp --steps 5 --capt
 
 
 def test_real_echo_trace_ddp() -> None:
-    from echo_sim.validate import validate
+    from echo_sim.trace.validate import validate
 
     t = load_trace(REAL)
     ev = t.events

@@ -137,6 +137,6 @@ def test_two_process_gloo_ddp(tmp_path: Path) -> None:
     # the same collectives carry the same seq on both ranks
     seqs = [sorted(ev.seq[comm[ev.rank[comm] == r]].tolist()) for r in (0, 1)]
     assert seqs[0] == seqs[1]
-    from echo_sim.validate import check_collective_matching
+    from echo_sim.trace.validate import check_collective_matching
 
     assert check_collective_matching(t) == []

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from echo_sim.errors import ConfigError
-from echo_sim.memory_model import (
+from echo_sim.cost.memory_model import (
     activation_bytes,
     dtype_bytes,
     korthikanti_activation_bytes,
@@ -13,7 +12,8 @@ from echo_sim.memory_model import (
     optimizer_states,
     parse_bytes,
 )
-from echo_sim.simulate import SimConfig, simulate
+from echo_sim.errors import ConfigError
+from echo_sim.sim.simulate import SimConfig, simulate
 from echo_sim.trace.model import TraceBuilder
 from echo_sim.workload import extract_workload
 from tests.test_workload import LinearComm, chain_trace, gpt_modules, gpt_trace, make_trace

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 from echo_sim.cli import build_parser
-from echo_sim.collectives import CommModel
-from echo_sim.comm_profile import load_comm_profile
 from echo_sim.commands.profile_comm import COMMAND
+from echo_sim.cost.collectives import CommModel
+from echo_sim.cost.comm_profile import load_comm_profile
+from echo_sim.cost.hardware import get_cluster
 from echo_sim.errors import ConfigError, ProfileError
-from echo_sim.hardware import get_cluster
-from echo_sim.profile_comm import (
+from echo_sim.measure.profile_comm import (
     COMPUTE_OPS,
     DEFAULT_SIZES,
     PROFILE_OPS,

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from echo_sim.errors import ConfigError
-from echo_sim.replay import parse_scale, replay
+from echo_sim.sim.replay import parse_scale, replay
 from echo_sim.trace.model import Cat, Trace, TraceBuilder
 
 STEP_US = 60.0
@@ -159,7 +159,7 @@ def test_replayed_trace_is_sorted_and_retimed():
 
 def test_cli_replay_json_and_output(tmp_path, capsys):
     from echo_sim.cli import main
-    from echo_sim.export import write_echo_dirs
+    from echo_sim.trace.export import write_echo_dirs
 
     write_echo_dirs(ddp_trace(straggle_us=4.0), tmp_path / "t")
     out = tmp_path / "replay.json"

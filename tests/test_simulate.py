@@ -10,9 +10,9 @@ import pytest
 
 from echo_sim.cli import main
 from echo_sim.errors import ConfigError
-from echo_sim.export import write_echo_dirs
 from echo_sim.load import load_trace
-from echo_sim.simulate import SimConfig, simulate
+from echo_sim.sim.simulate import SimConfig, simulate
+from echo_sim.trace.export import write_echo_dirs
 from echo_sim.trace.model import COLLECTIVES, Cat
 from tests.test_workload import LinearComm, chain_trace, gpt_trace
 

@@ -192,7 +192,7 @@ def test_million_events_over_64_ranks():
 def test_step_breakdown_parts_sum_to_step_time(tmp_path):
     """Rank 0: FW 32.5, BW 40, UPDATE 10, exposed comm 20 (15, 25), idle 22.5 - 20 = 2.5."""
     from echo_sim.analysis.collect import collect
-    from echo_sim.plots import plot_step_breakdown, step_breakdown
+    from echo_sim.render.plots import plot_step_breakdown, step_breakdown
 
     t = two_rank_trace()
     stats = statistic(t)

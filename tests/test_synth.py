@@ -9,9 +9,9 @@ import pytest
 
 from echo_sim.cli import build_parser
 from echo_sim.commands.synth import COMMAND
+from echo_sim.cost.hardware import get_gpu
 from echo_sim.errors import ConfigError, EchoError
-from echo_sim.hardware import get_gpu
-from echo_sim.synth import (
+from echo_sim.sim.synth import (
     ADAM_BYTES_PER_PARAM,
     GPTShape,
     SynthConfig,

@@ -16,7 +16,7 @@ from echo_sim.commands.validate import COMMAND
 from echo_sim.errors import TraceFormatError, TraceMismatchError
 from echo_sim.load import load_trace
 from echo_sim.trace.model import Cat, RankInfo, Trace, TraceBuilder
-from echo_sim.validate import (
+from echo_sim.trace.validate import (
     check_collective_matching,
     check_comm_fields,
     check_dags,

@@ -144,7 +144,7 @@ def chain_trace(n: int = 4, **kw) -> Trace:
 
 
 def run_plan(trace: Trace, layout: Layout, comm=None, **kw):
-    from echo_sim.engine import run
+    from echo_sim.sim.engine import run
 
     wl = extract_workload(trace)
     import numpy as np
@@ -255,7 +255,7 @@ def test_pipeline_bubble_fraction_equal_stages(schedule):
     _, _, built, sched = run_plan(tr, lay, LinearComm(0.0, 1e30))
     T = sched.makespan_us
     assert T == pytest.approx((m + p - 1) * 60.0)
-    from echo_sim.simulate import _breakdown
+    from echo_sim.sim.simulate import _breakdown
 
     comp, exposed, bubble, idle = _breakdown(built, sched, 0, T)
     assert comp == pytest.approx(m * 60.0)
@@ -313,7 +313,7 @@ def test_ddp_allreduce_overlaps_backward_golden():
     # at 330); bucket 1 waits for bucket 0, then the optimizer (5 us) waits for it
     t1 = max(330.0, 130 + ar0) + 10 + rest / 1e4
     assert sched.makespan_us == pytest.approx(t1 + 5.0)
-    from echo_sim.simulate import _breakdown
+    from echo_sim.sim.simulate import _breakdown
 
     comp, exposed, bubble, idle = _breakdown(built, sched, 0, sched.makespan_us)
     assert comp == pytest.approx(335.0) and exposed == pytest.approx(t1 - 330.0)
@@ -398,8 +398,8 @@ def test_tensor_parallel_allreduce_count_sizes_and_time():
 
 
 def test_symmetric_equals_full():
-    from echo_sim.collectives import CommModel
-    from echo_sim.hardware import get_cluster
+    from echo_sim.cost.collectives import CommModel
+    from echo_sim.cost.hardware import get_cluster
 
     comm = CommModel(get_cluster("dgx-h100", nodes=1, gpus_per_node=8))
     tr = gpt_trace(4, param_bytes={"head": 2 * MiB})

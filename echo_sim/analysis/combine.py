@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from echo_sim.errors import EchoError
-from echo_sim.export import chrome_events, write_chrome
+from echo_sim.trace.export import chrome_events, write_chrome
 from echo_sim.trace.model import COLLECTIVES, Cat, Trace
 
 __all__ = ["Combined", "combine", "default_output", "parse_filter", "select_rows"]

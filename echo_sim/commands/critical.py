@@ -25,9 +25,9 @@ runs of consecutive segments. --json lists every segment (microseconds from path
 
 
 def run(opts: Any) -> Result:
-    from echo_sim.critical import critical_path
-    from echo_sim.export import chrome_events, write_chrome
+    from echo_sim.analysis.critical import critical_path
     from echo_sim.load import load_trace
+    from echo_sim.trace.export import chrome_events, write_chrome
 
     trace = load_trace(opts.paths[0])
     cp = critical_path(trace, step=opts.step, scale=opts.scale or ())

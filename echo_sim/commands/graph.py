@@ -27,10 +27,10 @@ def run(opts: Any) -> Result:
     import networkx as nx
 
     from echo_sim.commands.replay import parse_steps
-    from echo_sim.draw import draw_graph, filter_graph
     from echo_sim.errors import ConfigError
-    from echo_sim.graph import build_deps, global_graph
     from echo_sim.load import load_trace
+    from echo_sim.render.draw import draw_graph, filter_graph
+    from echo_sim.trace.graph import build_deps, global_graph
 
     trace = load_trace(opts.paths[0])
     if opts.rank is not None and opts.rank not in trace.ranks:

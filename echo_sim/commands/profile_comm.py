@@ -12,8 +12,8 @@ __all__ = ["COMMAND", "run"]
 
 
 def run(opts: Any) -> Result:
-    from echo_sim.comm_profile import save_comm_profile
-    from echo_sim.profile_comm import (
+    from echo_sim.cost.comm_profile import save_comm_profile
+    from echo_sim.measure.profile_comm import (
         PROFILE_OPS,
         ProfileSpec,
         measure_comm_profile,

@@ -50,9 +50,9 @@ def parse_steps(text: str | None) -> list[int] | None:
 
 
 def run(opts: Any) -> Result:
-    from echo_sim.export import chrome_events, write_chrome
     from echo_sim.load import load_trace
-    from echo_sim.replay import replay
+    from echo_sim.sim.replay import replay
+    from echo_sim.trace.export import chrome_events, write_chrome
 
     trace = load_trace(opts.paths[0])
     res = replay(trace, scale=opts.scale or (), steps=parse_steps(opts.step),

@@ -39,7 +39,7 @@ def _fmt_bytes(n: float) -> str:
 
 
 def render(res: Any) -> str:
-    """The text report of a :class:`~echo_sim.simulate.SimResult`."""
+    """The text report of a :class:`~echo_sim.sim.simulate.SimResult`."""
     c = res.config
     lines = [
         f"simulated dp={c.dp} tp={c.tp} pp={c.pp} ({res.world_size} GPUs = {res.nodes} nodes x "
@@ -67,9 +67,9 @@ def render(res: Any) -> str:
 
 
 def run(opts: Any) -> Result:
+    from echo_sim.cost.memory_model import parse_bytes
     from echo_sim.load import load_trace
-    from echo_sim.memory_model import parse_bytes
-    from echo_sim.simulate import SimConfig, simulate
+    from echo_sim.sim.simulate import SimConfig, simulate
 
     config = SimConfig(
         dp=opts.dp, tp=opts.tp, pp=opts.pp, micro_batch=opts.micro_batch,
@@ -88,7 +88,7 @@ def run(opts: Any) -> Result:
     data["source"] = opts.paths[0]
     text = render(res)
     if opts.output:
-        from echo_sim.export import write_echo_dirs
+        from echo_sim.trace.export import write_echo_dirs
 
         timeline = res.to_trace()
         ranks = sorted(timeline.ranks)

@@ -73,7 +73,7 @@ def run(opts: Any) -> Result:
         notes.append(f"wrote {p}")
     if opts.plot:
         from echo_sim.analysis.collect import collect
-        from echo_sim.plots import plot_step_breakdown, step_breakdown
+        from echo_sim.render.plots import plot_step_breakdown, step_breakdown
 
         p = plot_step_breakdown(step_breakdown(stats, collect(trace)), opts.plot)
         notes.append(f"wrote {p}")

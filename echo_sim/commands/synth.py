@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from echo_sim.commands.spec import Command, Result, arg
-from echo_sim.hardware import GPUS
+from echo_sim.cost.hardware import GPUS
 
 __all__ = ["COMMAND", "run"]
 
 
 def run(opts: Any) -> Result:
-    from echo_sim.synth import GPTShape, SynthConfig, gpt_layer_flops, write_synth
+    from echo_sim.sim.synth import GPTShape, SynthConfig, gpt_layer_flops, write_synth
 
     shape = GPTShape(layers=opts.layers, hidden=opts.hidden, heads=opts.heads, seq=opts.seq,
                      vocab=opts.vocab, micro_batch=opts.micro_batch, mlp_ratio=opts.mlp_ratio)

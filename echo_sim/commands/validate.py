@@ -1,4 +1,4 @@
-"""``validate PATH``: check a trace against every rule in :mod:`echo_sim.validate`."""
+"""``validate PATH``: check a trace against every rule in :mod:`echo_sim.trace.validate`."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ status 2 when there is an error.
 
 def run_validate(opts: Any) -> Result:
     from echo_sim.load import load_trace
-    from echo_sim.validate import ALL_RULES, FATAL_RULES, Violation, validate
+    from echo_sim.trace.validate import ALL_RULES, FATAL_RULES, Violation, validate
 
     path = opts.paths[0]
     loaded: list[Violation] = []

@@ -20,7 +20,7 @@ from echo_sim.load.echo import load_echo
 from echo_sim.load.kineto import load_kineto
 from echo_sim.load.triosim import load_triosim
 from echo_sim.trace.model import Trace
-from echo_sim.validate import check_times, raise_fatal, validate
+from echo_sim.trace.validate import check_times, raise_fatal, validate
 
 __all__ = ["FORMATS", "PROGRESS_MIN_FILES", "RankSource", "discover", "load_trace"]
 

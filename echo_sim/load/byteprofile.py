@@ -38,7 +38,7 @@ from echo_sim.load.discover import RankSource
 from echo_sim.load.echo import read_dag
 from echo_sim.load.jsonio import read_trace_events
 from echo_sim.trace.model import Cat, RankInfo, Trace, TraceBuilder
-from echo_sim.validate import common_steps
+from echo_sim.trace.validate import common_steps
 
 __all__ = ["CLOCK_RULE", "SUB_OPS", "comm_lanes", "load_byteprofile", "split_comm_name"]
 

@@ -40,7 +40,7 @@ from echo_sim.trace.model import (
     RankInfo,
     Trace,
 )
-from echo_sim.validate import common_steps
+from echo_sim.trace.validate import common_steps
 
 __all__ = ["CAT_BY_LABEL", "default_workers", "load_echo", "occurrences", "read_dag", "read_rank"]
 

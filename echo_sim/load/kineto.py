@@ -36,7 +36,7 @@ from echo_sim.load.byteprofile import comm_lanes
 from echo_sim.load.discover import RankSource
 from echo_sim.load.jsonio import read_trace_events
 from echo_sim.trace.model import Cat, RankInfo, Trace, TraceBuilder
-from echo_sim.validate import common_steps
+from echo_sim.trace.validate import common_steps
 
 __all__ = ["DTYPE_BYTES", "collective_of", "load_kineto"]
 

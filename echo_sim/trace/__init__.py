@@ -1,4 +1,4 @@
-"""The one in-memory trace model every echo_sim analysis reads."""
+"""The trace layer: the one in-memory model every analysis reads, its rules (validate), its DAG rebuild (graph) and its export to files."""
 
 from echo_sim.trace.model import (
     CAT_NAMES,

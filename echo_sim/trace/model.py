@@ -174,7 +174,7 @@ class Trace:
 
     ``events`` are sorted by (rank, ts_us). ``steps`` lists the steps every rank captured.
     ``dags`` holds the per-rank ``dag.gml`` graphs a loader found (may be empty: the
-    dependency rules in :mod:`echo_sim.graph` rebuild them from the events).
+    dependency rules in :mod:`echo_sim.trace.graph` rebuild them from the events).
     ``comm_args`` keeps the free-form args of Comm events (DDP bucket parameter names),
     keyed by event row.
     """

@@ -1,4 +1,4 @@
-"""Compose the parallelisms into an engine :class:`~echo_sim.engine.TaskGraph`.
+"""Compose the parallelisms into an engine :class:`~echo_sim.sim.engine.TaskGraph`.
 
 :func:`make_plan` decides *what* runs: per (virtual) pipeline stage, the forward and
 backward ops with their target-device times, and the communication hooks each parallelism
@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from echo_sim.engine import TaskGraph
+from echo_sim.sim.engine import TaskGraph
 from echo_sim.workload.data_parallel import apply_data_parallel, ddp_buffer_hooks
 from echo_sim.workload.fsdp import apply_fsdp
 from echo_sim.workload.ops import CommHook, Op, Workload
@@ -285,7 +285,7 @@ def build_graph(plan: Plan, layout: Layout, comm: Any, *,
                 link_contention: bool = False) -> Built:
     """Emit the task graph of one iteration for the simulated ranks of ``layout``.
 
-    ``comm``: a :class:`~echo_sim.collectives.CommModel` (or anything with its ``time_us``
+    ``comm``: a :class:`~echo_sim.cost.collectives.CommModel` (or anything with its ``time_us``
     and ``links``); ``link_contention``: collectives also hold the shared links
     ``comm.links(group)`` (exclusive, so flows on one link serialise).
     """

@@ -279,9 +279,9 @@ def _node_id(name: str, occ: int) -> str:
 
 
 def step_dags(trace: Trace, step: int, ranks: Iterable[int]) -> dict[int, nx.DiGraph]:
-    """``dag.gml`` graphs of one step for ``ranks``, rebuilt by :func:`echo_sim.graph.build_deps`
+    """``dag.gml`` graphs of one step for ``ranks``, rebuilt by :func:`echo_sim.trace.graph.build_deps`
     (the contract's rules; one pass over the trace for all ranks)."""
-    from echo_sim.graph import build_deps
+    from echo_sim.trace.graph import build_deps
 
     ev = trace.events
     deps = build_deps(trace, [step], use_dags=False)

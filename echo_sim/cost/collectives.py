@@ -1,4 +1,4 @@
-"""Cost of collectives on a :class:`~echo_sim.hardware.Cluster`: the alpha-beta model.
+"""Cost of collectives on a :class:`~echo_sim.cost.hardware.Cluster`: the alpha-beta model.
 
 A message of S bytes over a link costs ``alpha + S / B`` (Hockney 1994). For a group of n
 ranks, with ``S`` the **whole** buffer (nccl-tests convention, docs/trace-format.md) and
@@ -36,7 +36,7 @@ spanning nodes is bound by the network: α = ``inter_latency_us`` × the longest
 a ring step on the topology, and B = min(intra_bw, m · inter_bw / load), where m is the
 fewest group ranks on one node (NCCL runs one ring channel per NIC, and DGX nodes have one
 NIC per GPU) and ``load`` is the most ring edges routed over one physical inter-node link
-(:func:`echo_sim.topology.ring_embedding`). ``concurrent`` flows sharing the same links
+(:func:`echo_sim.cost.topology.ring_embedding`). ``concurrent`` flows sharing the same links
 divide B. ``algorithm="auto"`` takes the fastest applicable algorithm, as NCCL's tuner does.
 """
 
@@ -47,12 +47,12 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from echo_sim.cost.hardware import Cluster
+from echo_sim.cost.topology import Placement, group_links, max_hops, place, ring_embedding, route
 from echo_sim.errors import ConfigError
-from echo_sim.hardware import Cluster
-from echo_sim.topology import Placement, group_links, max_hops, place, ring_embedding, route
 
 if TYPE_CHECKING:
-    from echo_sim.comm_profile import CommProfile
+    from echo_sim.cost.comm_profile import CommProfile
 
 __all__ = [
     "ALGORITHMS",
@@ -215,7 +215,7 @@ def collective_time_us(op: str, nbytes: int, ranks: Sequence[int], cluster: Clus
 def links_used(ranks: Sequence[int], cluster: Cluster) -> list[str]:
     """Names of the shared link resources a collective over ``ranks`` occupies.
 
-    See :func:`echo_sim.topology.group_links` (``node3/nvlink5``, ``node3/nic5``,
+    See :func:`echo_sim.cost.topology.group_links` (``node3/nvlink5``, ``node3/nic5``,
     ``net/3->4``); the engine serialises flows that share a name.
     """
     return group_links(ranks, cluster)

@@ -8,7 +8,7 @@ cited next to each preset. Units:
   **per direction** (NVIDIA quotes NVLink as bidirectional totals; we halve them).
 * ``memory_bytes``: bytes of device memory.
 * latencies: microseconds, the per-step start-up cost ``alpha`` of the alpha-beta model
-  (see :mod:`echo_sim.collectives`).
+  (see :mod:`echo_sim.cost.collectives`).
 
 Nothing here reads the environment or touches a device; presets are plain constants and
 :func:`get_cluster` returns modified copies.
@@ -37,7 +37,7 @@ DTYPES: tuple[str, ...] = ("fp32", "tf32", "bf16", "fp16")
 """Dtype keys of :attr:`GPU.peak_tflops`."""
 
 TOPOLOGIES: tuple[str, ...] = ("switch", "ring", "mesh2d", "torus2d")
-"""Inter-node topologies :class:`Cluster` models (see :mod:`echo_sim.topology`)."""
+"""Inter-node topologies :class:`Cluster` models (see :mod:`echo_sim.cost.topology`)."""
 
 _GiB = 1 << 30
 

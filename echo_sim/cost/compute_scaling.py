@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from echo_sim.cost.hardware import GPU, GPUS, get_gpu
 from echo_sim.errors import ConfigError
-from echo_sim.hardware import GPU, GPUS, get_gpu
 from echo_sim.workload.ops import Op, Workload
 
 __all__ = ["ComputeScaling", "compute_scaling", "op_traffic_bytes", "resolve_device",

@@ -1,7 +1,7 @@
 """Measured communication profiles: collective time against message size, per group size.
 
-``python -m echo_sim profile-comm`` measures one (:mod:`echo_sim.profile_comm`);
-:class:`~echo_sim.collectives.CommModel` prices collectives from it. The file is JSON::
+``python -m echo_sim profile-comm`` measures one (:mod:`echo_sim.measure.profile_comm`);
+:class:`~echo_sim.cost.collectives.CommModel` prices collectives from it. The file is JSON::
 
     {"format": "echo-comm-profile/1", "backend": "gloo", "device": "cpu", "device_name": "...",
      "host": "...", "world_size": 2, "nodes": 1, "torch_version": "...", "iters": 10,

@@ -18,7 +18,7 @@ Across ranks, collectives are matched by (group, seq) — one instance per opera
 send/recv by (src, dst, seq). Instances that miss a member present in the trace are reported
 as unmatched (they are still kept, with the members that exist).
 
-Optional, for the replayer (:mod:`echo_sim.replay`): *wait* edges (``wait_edges=True``).
+Optional, for the replayer (:mod:`echo_sim.sim.replay`): *wait* edges (``wait_edges=True``).
 A compute event that starts after the compute stream sat idle, where a ``Comm`` of the rank
 ended inside that idle gap and explains at least half of it, depends on that ``Comm``
 (a blocking collective, a ``wait()`` on an async one, a pipeline ``recv``). They are not

@@ -25,7 +25,7 @@ peer that was descheduled or slowed down, which an idle barrier-aligned profile 
 Busy mode also records the compute contention as two extra rows keyed by the number of
 matrix products: ``compute_alone`` (rank 0 running the work alone, the others waiting in a
 barrier) and ``compute`` (all ranks running it at once, the median over ranks and runs);
-:mod:`echo_sim.simulate` divides them to slow down co-located ranks' compute
+:mod:`echo_sim.sim.simulate` divides them to slow down co-located ranks' compute
 (:data:`COMPUTE_OPS`).
 """
 
@@ -45,7 +45,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from echo_sim.comm_profile import CommProfile
+from echo_sim.cost.comm_profile import CommProfile
 from echo_sim.errors import ConfigError, ProfileError
 
 __all__ = [

@@ -1,7 +1,7 @@
 """Critical path of one iteration through the global multi-rank graph.
 
-Method: replay the step (:func:`echo_sim.replay.replay`) and walk
-:meth:`echo_sim.engine.Schedule.critical_predecessor` back from the task that ends last.
+Method: replay the step (:func:`echo_sim.sim.replay.replay`) and walk
+:meth:`echo_sim.sim.engine.Schedule.critical_predecessor` back from the task that ends last.
 We chose this over ``networkx.dag_longest_path`` on the measured graph because
 
 * a collective is *one* replay task that starts when its last member has issued it, so
@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from echo_sim.errors import ConfigError
-from echo_sim.replay import (
+from echo_sim.sim.replay import (
     TASK_COMPUTE,
     TASK_FINISH,
     TASK_INSTANCE,

@@ -44,7 +44,7 @@ MAX_EXAMPLES = 5
 def _tolerance_us(ts: np.ndarray) -> float:
     """Slack (us) for "touching" slices: files carry 3 decimals, but Unix-epoch microseconds
     (~1.8e15) in float64 are exact only to 0.25 us, so allow 4 ulps of the largest time
-    (the same rule as :func:`echo_sim.graph.time_tolerance_us`)."""
+    (the same rule as :func:`echo_sim.trace.graph.time_tolerance_us`)."""
     finite = ts[np.isfinite(ts)]
     big = float(np.abs(finite).max()) if finite.size else 0.0
     return 0.01 + 4.0 * float(np.spacing(big))

@@ -3,13 +3,13 @@
 ``simulate(trace, SimConfig(dp=8, tp=4, pp=2, ...))``:
 
 1. :func:`~echo_sim.workload.ops.extract_workload` — the per-op workload of one step;
-2. :mod:`echo_sim.batch_model` — each op's time at the target micro-batch;
-3. :mod:`echo_sim.compute_scaling` — each op's time on the target GPU;
+2. :mod:`echo_sim.cost.batch_model` — each op's time at the target micro-batch;
+3. :mod:`echo_sim.cost.compute_scaling` — each op's time on the target GPU;
 4. :mod:`echo_sim.workload.build` — pipeline split, tensor parallel, recomputation,
    FSDP/DDP composed into one task graph per simulated rank, collectives priced by
-   :class:`~echo_sim.collectives.CommModel` (a measured ``comm_profile`` where it applies);
-5. :func:`echo_sim.engine.run` — the schedule; iteration time = the last rank's end;
-6. :mod:`echo_sim.memory_model` — peak memory per rank against the device limit.
+   :class:`~echo_sim.cost.collectives.CommModel` (a measured ``comm_profile`` where it applies);
+5. :func:`echo_sim.sim.engine.run` — the schedule; iteration time = the last rank's end;
+6. :mod:`echo_sim.cost.memory_model` — peak memory per rank against the device limit.
 
 Time breakdown per rank (they sum to the iteration time): *compute* (the compute stream
 busy), *exposed communication* (a channel busy while compute is not), *pipeline bubble*
@@ -24,17 +24,17 @@ from typing import Any
 
 import numpy as np
 
-from echo_sim.batch_model import make_batch_model
-from echo_sim.compute_scaling import compute_scaling, resolve_device
-from echo_sim.engine import Schedule, run
-from echo_sim.errors import ConfigError
-from echo_sim.memory_model import (
+from echo_sim.cost.batch_model import make_batch_model
+from echo_sim.cost.compute_scaling import compute_scaling, resolve_device
+from echo_sim.cost.memory_model import (
     MemoryEstimate,
     activation_bytes,
     dtype_bytes,
     model_state_bytes,
     optimizer_states,
 )
+from echo_sim.errors import ConfigError
+from echo_sim.sim.engine import Schedule, run
 from echo_sim.trace.model import Cat, RankInfo, Trace, TraceBuilder
 from echo_sim.workload.build import Built, Layout, Plan, build_graph, make_plan
 from echo_sim.workload.data_parallel import DP_MODES
@@ -104,7 +104,7 @@ class SimConfig:
             raise ConfigError("fsdp replaces data_parallel='ps'; pick one")
         if self.compute_factor is not None and not self.compute_factor > 0:
             raise ConfigError(f"compute_factor={self.compute_factor} must be > 0")
-        from echo_sim.hardware import CLUSTERS, GPUS
+        from echo_sim.cost.hardware import CLUSTERS, GPUS
 
         if self.cluster.strip().lower() not in CLUSTERS:
             raise ConfigError(f"unknown cluster {self.cluster!r}; valid: {', '.join(CLUSTERS)}")
@@ -231,7 +231,7 @@ def _resolve_batches(config: SimConfig, workload: Workload) -> tuple[int, int, i
 
 
 def _resolve_cluster(config: SimConfig) -> Any:
-    from echo_sim.hardware import CLUSTERS, get_cluster
+    from echo_sim.cost.hardware import CLUSTERS, get_cluster
 
     base = CLUSTERS[config.cluster.strip().lower()]
     world = config.world
@@ -277,10 +277,10 @@ def simulate(trace: Trace | Workload, config: SimConfig, *, comm: Any = None,
     models: list[str] = []
     profile = None
     if comm is None:
-        from echo_sim.collectives import CommModel
+        from echo_sim.cost.collectives import CommModel
 
         if config.comm_profile:
-            from echo_sim.comm_profile import load_comm_profile
+            from echo_sim.cost.comm_profile import load_comm_profile
 
             profile = load_comm_profile(config.comm_profile)
         comm = CommModel(cluster, profile)
@@ -343,12 +343,12 @@ def _cpu_contention(profile: Any, cluster: Any) -> tuple[float, str] | None:
     The traced run was one process; on a gloo host the job's ``k`` co-located ranks (and
     their communication threads) share the cores, so each op runs slower by the measured
     ratio ``t(k ranks computing at once) / t(one rank alone)`` of the same fixed work
-    (:mod:`echo_sim.profile_comm` busy mode, rows ``compute`` / ``compute_alone``).
+    (:mod:`echo_sim.measure.profile_comm` busy mode, rows ``compute`` / ``compute_alone``).
     Applies when the cluster is a CPU one and the profile measured ``k`` ranks.
     """
     if profile is None or cluster.gpu.name != "cpu":
         return None
-    from echo_sim.profile_comm import COMPUTE_OPS
+    from echo_sim.measure.profile_comm import COMPUTE_OPS
 
     k = min(cluster.gpus_per_node, cluster.world_size)
     alone, busy = ((profile.samples.get((op, k)) or [None])[0] for op in COMPUTE_OPS)
@@ -360,7 +360,7 @@ def _cpu_contention(profile: Any, cluster: Any) -> tuple[float, str] | None:
 
 
 def _gpu(name: str) -> Any:
-    from echo_sim.hardware import get_gpu
+    from echo_sim.cost.hardware import get_gpu
 
     return get_gpu(name)
 

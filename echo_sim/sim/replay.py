@@ -1,6 +1,6 @@
 """Replay: run the measured dependency graph through the discrete-event engine.
 
-The task graph (built with numpy from :func:`echo_sim.graph.build_deps`, wait edges on):
+The task graph (built with numpy from :func:`echo_sim.trace.graph.build_deps`, wait edges on):
 
 * one task per leaf compute event on ``rank<r>/compute``; its duration is
   ``host delay + measured dur × scale``. The *host delay* is the measured gap between the
@@ -42,9 +42,9 @@ from typing import Any
 
 import numpy as np
 
-from echo_sim.engine import Schedule, TaskGraph, run
 from echo_sim.errors import ConfigError
-from echo_sim.graph import (
+from echo_sim.sim.engine import Schedule, TaskGraph, run
+from echo_sim.trace.graph import (
     EDGE_ORDER,
     EDGE_STEP,
     Deps,

@@ -43,8 +43,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from echo_sim.cost.hardware import GPU, get_gpu
 from echo_sim.errors import ConfigError
-from echo_sim.hardware import GPU, get_gpu
 from echo_sim.trace.model import Cat, RankInfo, Trace, TraceBuilder
 
 __all__ = [
@@ -264,6 +264,6 @@ def synth_trace(cfg: SynthConfig) -> Trace:
 
 def write_synth(cfg: SynthConfig, out_dir: str | Path, *, overwrite: bool = False) -> Path:
     """Write the trace of ``cfg`` as an echo trace directory tree; returns the rank directory."""
-    from echo_sim.export import write_echo_dirs
+    from echo_sim.trace.export import write_echo_dirs
 
     return write_echo_dirs(synth_trace(cfg), out_dir, overwrite=overwrite)[0]

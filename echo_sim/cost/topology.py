@@ -1,4 +1,4 @@
-"""Where a group of ranks sits on a :class:`~echo_sim.hardware.Cluster`, and what it uses.
+"""Where a group of ranks sits on a :class:`~echo_sim.cost.hardware.Cluster`, and what it uses.
 
 * :func:`place` — which nodes a group spans and how many of its ranks each node holds.
 * :func:`ring_embedding` — how a logical ring over the group's nodes maps onto the
@@ -27,8 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from echo_sim.cost.hardware import Cluster
 from echo_sim.errors import ConfigError
-from echo_sim.hardware import Cluster
 
 __all__ = [
     "Placement",

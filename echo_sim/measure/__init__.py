@@ -1,0 +1,1 @@
+"""Measurement on this machine: the only echo_sim code that imports torch (inside functions)."""

@@ -1,0 +1,1 @@
+"""Rendering to image files (matplotlib Agg, never a window): graphs and charts."""
