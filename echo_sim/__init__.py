@@ -12,7 +12,19 @@ from echo_sim.errors import (
     TraceNotFoundError,
 )
 
-__version__ = "0.1.0"
+
+
+def _installed_version() -> str:
+    """The one version source is setup.cfg; an installed package reads it from its metadata."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("echo-sim")
+    except PackageNotFoundError:  # a source tree that was never installed
+        return "0+unknown"
+
+
+__version__ = _installed_version()
 
 __all__ = [
     "ConfigError",
