@@ -18,7 +18,6 @@ from __future__ import annotations
 import gzip as gzip_mod
 import heapq
 import json
-import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,7 @@ import networkx as nx
 import numpy as np
 import orjson
 
-from echo_sim.errors import EchoError
+from echo_sim.trace.outfiles import atomic_write, check_output_path
 from echo_sim.trace.model import CAT_NAMES, COLLECTIVES, Cat, RankInfo, Trace
 
 __all__ = ["chrome_events", "step_dags", "write_chrome", "write_echo_dirs"]
@@ -240,21 +239,10 @@ def _metadata(trace: Trace, used: dict[int, set[int]]) -> list[dict]:
 
 # ---------------------------------------------------------------------------- files
 def _atomic_write(path: Path, data: bytes, *, overwrite: bool) -> Path:
-    if path.exists() and not overwrite:
-        raise EchoError(f"{path} exists; pass --force (overwrite=True) to replace it")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
-    try:
-        with open(tmp, "wb") as f:
-            f.write(gzip_mod.compress(data, compresslevel=6) if path.name.endswith(".gz")
-                    else data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    return path
+    """``data`` (gzipped when the name ends ``.gz``) written by :func:`atomic_write`."""
+    if path.name.endswith(".gz"):
+        data = gzip_mod.compress(data, compresslevel=6)
+    return atomic_write(path, data, overwrite=overwrite)
 
 
 def _dumps(obj: Any) -> bytes:
@@ -266,8 +254,9 @@ def write_chrome(path: str | Path, events: list[dict], *, other_data: dict | Non
                  overwrite: bool = False) -> Path:
     """Write ``{"traceEvents": events, "displayTimeUnit": "ms", "otherData": ...}``.
 
-    Gzipped when ``path`` ends ``.gz``; atomic (``*.tmp`` then ``os.replace``). Raises
-    :class:`EchoError` when ``path`` exists and ``overwrite`` is false.
+    Gzipped when ``path`` ends ``.gz``; atomic and link-safe (:mod:`echo_sim.trace.outfiles`).
+    Raises :class:`~echo_sim.trace.outfiles.OutputError` when ``path`` exists and
+    ``overwrite`` is false, or is not a regular file, or cannot be written.
     """
     doc = {"traceEvents": events, "displayTimeUnit": "ms", "otherData": other_data or {}}
     return _atomic_write(Path(path), _dumps(doc), overwrite=overwrite)
@@ -348,19 +337,16 @@ def write_echo_dirs(trace: Trace, out_dir: str | Path, *, overwrite: bool = Fals
 
     Each holds ``trace.json`` (``.gz`` with ``gzip``), ``meta.json`` and ``dag.gml`` (the
     loader's graph from ``trace.dags``, else rebuilt by :func:`step_dags` for the rank's last
-    captured step). Raises :class:`EchoError` before writing anything if a file exists and
-    ``overwrite`` is false.
+    captured step). Raises :class:`~echo_sim.trace.outfiles.OutputError` before writing
+    anything if a file exists and ``overwrite`` is false (or is not a regular file).
     """
     out = Path(out_dir)
     ranks = sorted(set(np.unique(trace.events.rank).tolist()) | set(trace.ranks))
     dirs = _rank_dirs(trace, ranks)
     trace_file = "trace.json.gz" if gzip else "trace.json"
-    if not overwrite:
-        for name in dirs.values():
-            for f in (trace_file, "meta.json", "dag.gml"):
-                if (out / name / f).exists():
-                    raise EchoError(f"{out / name / f} exists; pass --force (overwrite=True) "
-                                    "to replace it")
+    for name in dirs.values():  # refuse before writing anything
+        for f in (trace_file, "meta.json", "dag.gml"):
+            check_output_path(out / name / f, overwrite=overwrite)
     world_size = max(trace.world_size, len(ranks))
     dags = _rebuilt_dags(trace, [r for r in ranks if r not in trace.dags])
     counters: dict[int, list[dict]] = {}
