@@ -128,19 +128,20 @@ def flag_message(message: str, flags: dict[str, str]) -> str:
     """A library :class:`ConfigError` message with parameter names as the CLI's flags:
     ``dp=0 must be ...`` → ``--dp 0 must be ...``, ``memory_limit_bytes`` → ``--memory-limit``.
 
-    Only ``name=value`` forms and names with an underscore are rewritten (plain words such as
-    "step" in a sentence stay), and never inside an existing ``--flag``."""
+    Only ``name=value`` forms, factors of a ``dp·tp`` product and names with an underscore
+    are rewritten (plain words such as "step" in a sentence stay), never inside ``--flag``."""
     if not flags:
         return message
 
     def sub(m: re.Match[str]) -> str:
-        name, eq = m.group(1), m.group(2)
+        name, eq = m.group(2), m.group(3)
         flag = flags.get(name)
-        if flag is None or (not eq and "_" not in name):
+        in_product = m.group(1) == "·" or m.string.startswith("·", m.end())
+        if flag is None or not (eq or in_product or "_" in name):
             return m.group(0)
-        return flag + (" " if eq else "")
+        return m.group(1) + flag + (" " if eq else "")
 
-    return re.sub(r"(?<![-\w])([a-z][a-z0-9_]*)(=?)", sub, message)
+    return re.sub(r"(^|[^-\w])([a-z][a-z0-9_]*)(=?)", sub, message)
 
 
 def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser | None:

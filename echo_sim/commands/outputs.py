@@ -19,9 +19,15 @@ from pathlib import Path
 
 from echo_sim.errors import EchoError
 from echo_sim.textsafe import safe_text
-from echo_sim.trace.outfiles import OutputError, OutputProblem, atomic_output, os_reason
+from echo_sim.trace.outfiles import (
+    OutputError,
+    OutputProblem,
+    atomic_output,
+    check_output_path,
+    os_reason,
+)
 
-__all__ = ["check_output_dir", "flag_errors", "output_file", "output_message"]
+__all__ = ["check_output", "check_output_dir", "flag_errors", "output_file", "output_message"]
 
 
 def output_message(flag: str, e: OutputError) -> str:
@@ -56,9 +62,22 @@ def flag_errors(flag: str, path: str | Path) -> Iterator[None]:
         raise mapped from e
 
 
+def check_output(flag: str, path: str | Path, *, force: bool) -> Path:
+    """Refuse ``path`` before any work: an existing file without ``--force``, anything not a
+    regular file, or a parent directory that does not exist (never created for a file)."""
+    with flag_errors(flag, path):
+        p = check_output_path(path, overwrite=force)
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        raise EchoError(f"{flag} {safe_text(str(p))}: directory {safe_text(str(parent))} does "
+                        "not exist")
+    return p
+
+
 @contextmanager
 def output_file(flag: str, path: str | Path, *, force: bool) -> Iterator[Path]:
     """A temporary file to write ``path`` through (see the module doc)."""
+    check_output(flag, path, force=force)
     with flag_errors(flag, path), atomic_output(path, overwrite=force) as tmp:
         yield tmp
 

@@ -26,10 +26,17 @@ import networkx as nx
 import numpy as np
 import orjson
 
-from echo_sim.trace.outfiles import atomic_write, check_output_path
 from echo_sim.trace.model import CAT_NAMES, COLLECTIVES, Cat, RankInfo, Trace
+from echo_sim.trace.outfiles import (
+    OutputError,
+    OutputProblem,
+    atomic_write,
+    check_output_path,
+    os_reason,
+)
 
-__all__ = ["chrome_events", "step_dags", "write_chrome", "write_echo_dirs"]
+__all__ = ["RUN_PID_STRIDE", "chrome_events", "make_dir", "side_by_side", "step_dags",
+           "write_chrome", "write_echo_dirs"]
 
 FORMAT = "echo-trace/1"
 TID_COMPUTE = 0
@@ -237,17 +244,56 @@ def _metadata(trace: Trace, used: dict[int, set[int]]) -> list[dict]:
     return out
 
 
+def side_by_side(runs: list[tuple[str, list[dict]]]) -> list[dict]:
+    """Several runs' events in one trace: run ``i``'s rank ``r`` becomes process
+    ``i * RUN_PID_STRIDE + r`` named ``"<label>: rank r (host)"``, runs stacked in order.
+
+    ``runs``: (label, events from :func:`chrome_events`) per run. One run is returned as is.
+    """
+    if len(runs) == 1:
+        return runs[0][1]
+    out: list[dict] = []
+    for i, (label, events) in enumerate(runs):
+        base = i * RUN_PID_STRIDE
+        for e in events:
+            e = dict(e, pid=base + int(e["pid"]))
+            if e.get("ph") == "M" and e["name"] == "process_name":
+                e["args"] = {"name": f"{label}: {e['args']['name']}"}
+            elif e.get("ph") == "M" and e["name"] == "process_sort_index":
+                e["args"] = {"sort_index": e["pid"]}
+            out.append(e)
+    return out
+
+
+RUN_PID_STRIDE = 1_000_000
+"""Process-id offset between runs in :func:`side_by_side` (larger than any world size)."""
+
+
 # ---------------------------------------------------------------------------- files
 def _atomic_write(path: Path, data: bytes, *, overwrite: bool) -> Path:
     """``data`` (gzipped when the name ends ``.gz``) written by :func:`atomic_write`."""
     if path.name.endswith(".gz"):
         data = gzip_mod.compress(data, compresslevel=6)
-    return atomic_write(path, data, overwrite=overwrite)
+    return atomic_write(path, data, overwrite=overwrite, mkdir=True)
 
 
 def _dumps(obj: Any) -> bytes:
-    return orjson.dumps(obj, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS,
-                        default=str)
+    opts = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
+    try:
+        return orjson.dumps(obj, option=opts, default=str)
+    except TypeError:  # a non-UTF-8 file name (surrogate escapes) somewhere in the object
+        return orjson.dumps(_utf8(obj), option=opts, default=str)
+
+
+def _utf8(obj: Any) -> Any:
+    """``obj`` with every str made valid UTF-8: undecodable bytes of file names become U+FFFD."""
+    if isinstance(obj, str):
+        return obj.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    if isinstance(obj, dict):
+        return {_utf8(k): _utf8(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_utf8(v) for v in obj]
+    return obj
 
 
 def write_chrome(path: str | Path, events: list[dict], *, other_data: dict | None = None,
@@ -355,6 +401,7 @@ def write_echo_dirs(trace: Trace, out_dir: str | Path, *, overwrite: bool = Fals
     written: list[Path] = []
     for rank in ranks:
         d = out / dirs[rank]
+        make_dir(d)
         info = trace.ranks.get(rank, RankInfo(rank=rank, world_size=world_size))
         rows = trace.rank_rows(rank)
         events = chrome_events(trace, rows=rows)
@@ -370,6 +417,14 @@ def write_echo_dirs(trace: Trace, out_dir: str | Path, *, overwrite: bool = Fals
         _atomic_write(d / "dag.gml", text.encode(), overwrite=True)
         written.append(d)
     return written
+
+
+def make_dir(d: Path) -> None:
+    """Make the rank directory ``d`` (and its parents); an OSError becomes OutputError."""
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise OutputError(d, os_reason(e), OutputProblem.OS) from e
 
 
 def _rebuilt_dags(trace: Trace, ranks: list[int]) -> dict[int, nx.DiGraph]:

@@ -26,7 +26,8 @@ from pathlib import Path
 
 from echo_sim.errors import EchoError
 
-__all__ = ["OutputError", "OutputProblem", "atomic_output", "atomic_write", "check_output_path"]
+__all__ = ["OutputError", "OutputProblem", "atomic_output", "atomic_write", "check_output_path",
+           "os_reason"]
 
 _FILE_MODE = 0o666  # before the umask, as open() would create it
 
@@ -99,12 +100,13 @@ def _tmp_suffix(p: Path) -> str:
 
 
 @contextmanager
-def atomic_output(path: str | Path, *, overwrite: bool, mkdir: bool = True) -> Iterator[Path]:
+def atomic_output(path: str | Path, *, overwrite: bool, mkdir: bool = False) -> Iterator[Path]:
     """Yield a fresh temporary path beside ``path``; on success it replaces ``path``.
 
     For writers that take a file name (csv, xlsxwriter, matplotlib, networkx). The temporary
     file keeps the target's extensions. On any failure it is removed and the target is left
-    as it was; an ``OSError`` becomes :class:`OutputError`.
+    as it was; an ``OSError`` becomes :class:`OutputError`. A missing parent directory is an
+    error unless ``mkdir``.
     """
     p = check_output_path(path, overwrite=overwrite)
     tmp: str | None = None
@@ -125,8 +127,9 @@ def atomic_output(path: str | Path, *, overwrite: bool, mkdir: bool = True) -> I
 
 
 def atomic_write(path: str | Path, data: bytes, *, overwrite: bool,
-                 mkdir: bool = True) -> Path:
-    """Write ``data`` to ``path`` atomically (see the module doc); returns the path."""
+                 mkdir: bool = False) -> Path:
+    """Write ``data`` to ``path`` atomically (see the module doc); returns the path.
+    A missing parent directory is an error unless ``mkdir``."""
     p = check_output_path(path, overwrite=overwrite)
     tmp: str | None = None
     try:
