@@ -141,7 +141,7 @@ def flag_message(message: str, flags: dict[str, str]) -> str:
             return m.group(0)
         return m.group(1) + flag + (" " if eq else "")
 
-    return re.sub(r"(^|[^-\w])([a-z][a-z0-9_]*)(=?)", sub, message)
+    return re.sub(r"(^|[^-\w/.])([a-z][a-z0-9_]*)(=?)", sub, message)
 
 
 def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser | None:

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from echo_sim.errors import EchoError
+from echo_sim.errors import ConfigError, EchoError
 from echo_sim.textsafe import safe_text
 from echo_sim.trace.outfiles import (
     OutputError,
@@ -42,9 +42,9 @@ def _from_cause(flag: str, path: str | Path, e: BaseException) -> EchoError | No
     """A flag-named error for an OSError, or an EchoError caused by one; else None."""
     cause = e if isinstance(e, OSError) else e.__cause__
     if isinstance(cause, OutputError):
-        return EchoError(output_message(flag, cause))
+        return ConfigError(output_message(flag, cause))
     if isinstance(cause, OSError):
-        return EchoError(f"{flag} {safe_text(str(path))}: {os_reason(cause)}")
+        return ConfigError(f"{flag} {safe_text(str(path))}: {os_reason(cause)}")
     return None
 
 
@@ -54,7 +54,7 @@ def flag_errors(flag: str, path: str | Path) -> Iterator[None]:
     try:
         yield
     except OutputError as e:
-        raise EchoError(output_message(flag, e)) from e
+        raise ConfigError(output_message(flag, e)) from e
     except (EchoError, OSError) as e:
         mapped = _from_cause(flag, path, e)
         if mapped is None:
@@ -69,7 +69,7 @@ def check_output(flag: str, path: str | Path, *, force: bool) -> Path:
         p = check_output_path(path, overwrite=force)
     parent = p.parent if str(p.parent) else Path(".")
     if not parent.is_dir():
-        raise EchoError(f"{flag} {safe_text(str(p))}: directory {safe_text(str(parent))} does "
+        raise ConfigError(f"{flag} {safe_text(str(p))}: directory {safe_text(str(parent))} does "
                         "not exist")
     return p
 
@@ -87,7 +87,7 @@ def check_output_dir(flag: str, path: str | Path) -> Path:
     p = Path(path)
     try:
         if p.is_symlink() or (p.exists() and not p.is_dir()):
-            raise EchoError(f"{flag} {safe_text(str(p))}: not a directory")
+            raise ConfigError(f"{flag} {safe_text(str(p))}: not a directory")
     except OSError as e:
-        raise EchoError(f"{flag} {safe_text(str(p))}: {os_reason(e)}") from e
+        raise ConfigError(f"{flag} {safe_text(str(p))}: {os_reason(e)}") from e
     return p

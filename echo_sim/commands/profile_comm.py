@@ -23,13 +23,13 @@ def run(opts: Any) -> Result:
         summary_rows,
     )
 
-    out = check_output("--output", Path(opts.output), force=opts.force)  # before measuring
     ops = tuple(o.strip() for o in opts.ops.split(",") if o.strip()) if opts.ops else PROFILE_OPS
     try:
         groups = tuple(int(g) for g in opts.group_sizes.split(",") if g.strip())
     except ValueError:
         raise ConfigError(f"--group-sizes {opts.group_sizes!r}: use a comma list of integers, "
                           "e.g. 2,4") from None
+    out = check_output("--output", Path(opts.output), force=opts.force)  # before measuring
     spec = ProfileSpec(nproc=opts.nproc, group_sizes=groups, sizes_bytes=parse_sizes(opts.sizes),
                        iters=opts.iters, warmup=opts.warmup, backend=opts.backend, ops=ops,
                        timeout_s=opts.timeout, progress=not opts.no_progress,
