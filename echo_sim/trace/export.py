@@ -15,6 +15,7 @@ start and duration), so slices nested in memory stay nested in the file.
 
 from __future__ import annotations
 
+import enum
 import gzip as gzip_mod
 import heapq
 import json
@@ -35,14 +36,22 @@ from echo_sim.trace.outfiles import (
     os_reason,
 )
 
-__all__ = ["RUN_PID_STRIDE", "chrome_events", "make_dir", "side_by_side", "step_dags",
+__all__ = ["RUN_PID_STRIDE", "Track", "chrome_events", "make_dir", "side_by_side", "step_dags",
            "write_chrome", "write_echo_dirs"]
 
 FORMAT = "echo-trace/1"
-TID_COMPUTE = 0
-TID_STEPS = 1
-TID_COMM = 100
-TID_SPILL = 10  # compute slices that partially overlap an earlier one (never in echo_trace)
+
+
+class Track(enum.IntEnum):
+    """Thread ids (``tid``) of the trace contract; lanes count up from COMM and SPILL."""
+
+    COMPUTE = 0
+    STEPS = 1
+    SPILL = 10  # compute slices that partially overlap an earlier one (never in echo_trace)
+    COMM = 100  # communication lane k is COMM + k
+
+
+TID_COMPUTE, TID_STEPS, TID_SPILL, TID_COMM = (int(t) for t in Track)
 
 _CAT_LABEL = {int(c): CAT_NAMES[int(c)] for c in Cat}
 _CAT_LABEL[int(Cat.STEP)] = "step"
