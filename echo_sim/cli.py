@@ -35,7 +35,10 @@ Merge, analyse, replay and simulate traces of distributed PyTorch training.
 PATH is a rank directory written by echo_trace (trace.json[.gz], meta.json, dag.gml), a root
 holding many rank directories, a single trace file, a ByteProfile/dPRO directory or a
 PyTorch profiler (Kineto) JSON trace. Every command prints a table; --json prints one JSON
-object instead. dPRO's spelling also works: --option statistic --path PATH.
+object instead. dPRO's spelling also works: --option statistic --path PATH[,PATH],
+--sub_option, --step_num, bare --sort / --xlsx; what echo cannot run prints its echo
+equivalent. Output files are replaced only with --force, and never when they are not
+regular files. Errors are one line on stderr, exit status 2.
 """
 
 
@@ -182,7 +185,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     flags: dict[str, str] = {}
     try:
         parser = build_parser(load_commands())
-        opts = parser.parse_args(translate_dpro_argv(argv))
+        notes: list[str] = []
+        translated = translate_dpro_argv(argv, notes)
+        for note in notes:
+            _write(sys.stderr, f"echo_sim: {note}")
+        opts = parser.parse_args(translated)
         cmd: Command = opts._command
         sub = _subparser(parser, cmd.name)
         flags = {**(flag_names(sub) if sub else {}), **cmd.param_flags}

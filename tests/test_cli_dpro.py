@@ -39,8 +39,10 @@ def test_translation_table():
 
 
 def test_combine_with_a_list_of_paths(capsys, trace_dir):
-    code, out, _ = run(capsys, "--option", "combine", "--path", f"{trace_dir},{trace_dir}")
+    code, out, err = run(capsys, "--option", "combine", "--path", f"{trace_dir},{trace_dir}",
+                         "--logging_level", "DEBUG", "--pretty")
     assert code == 0 and "2 runs side by side" in out
+    assert err == "echo_sim: ignoring dPRO's --logging_level, --pretty (nothing to set in echo)\n"
     doc = json.loads((trace_dir / "combined_2_runs.json").read_text())
     assert len({e["pid"] for e in doc["traceEvents"]}) == 4
 

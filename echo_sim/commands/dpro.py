@@ -59,6 +59,28 @@ _REPLAY_SUB_OTHER = {
 }
 
 
+# dPRO flags that change nothing echo does (logging, progress, its own collection knobs):
+# dropped with a note. Switches, then flags with a value.
+_IGNORED_SWITCHES = ("--clean", "--pretty", "--progress", "--debug_traces",
+                     "--disable_revise", "--update_infi_para", "--del_queue")
+_IGNORED_VALUED = ("--logging_level", "--comm_backend", "--platform", "--trace_level",
+                   "--nccl_algo")
+
+
+def _drop_ignored(argv: list[str], notes: list[str] | None) -> None:
+    dropped: list[str] = []
+    for flag in _IGNORED_VALUED:
+        if _pop_value(argv, flag) is not None:
+            dropped.append(flag)
+    for flag in _IGNORED_SWITCHES:
+        while flag in argv:
+            argv.remove(flag)
+            dropped.append(flag)
+    if dropped and notes is not None:
+        notes.append(f"ignoring dPRO's {', '.join(sorted(set(dropped)))} (nothing to set in "
+                     "echo)")
+
+
 def _pop_value(argv: list[str], flag: str) -> str | None:
     """Remove ``flag VALUE`` (or ``flag=VALUE``) from argv; the value, or None if absent."""
     for i, a in enumerate(argv):
@@ -99,13 +121,14 @@ def _underscores(argv: list[str]) -> list[str]:
     return out
 
 
-def translate_dpro_argv(argv: Sequence[str]) -> list[str]:
+def translate_dpro_argv(argv: Sequence[str], notes: list[str] | None = None) -> list[str]:
     """dPRO's command line as echo's (unchanged when it is already echo's).
 
     ``--option CMD --path P[,P]`` → ``CMD P [P]``; ``--option collect --sub_option iter_time``
     → ``collect``; ``--option replay --sub_option smlt_delay_comm --delay_ratio 1.2`` →
     ``replay --scale 'Comm.*=1.2'``; ``--type`` and dPRO options echo cannot run raise
-    :class:`DproSpellingError` naming the echo equivalent.
+    :class:`DproSpellingError` naming the echo equivalent. dPRO's logging and collection
+    switches are dropped, with a line appended to ``notes``.
     """
     args = list(argv)
     if any(a == "--type" or a.startswith("--type=") for a in args):
@@ -123,6 +146,7 @@ def translate_dpro_argv(argv: Sequence[str]) -> list[str]:
         return _underscores(args)
     if option in _OPTION_EQUIVALENT:
         raise DproSpellingError(f"--option {option}: {_OPTION_EQUIVALENT[option]}")
+    _drop_ignored(args, notes)
     paths = _paths(args)
     rest = _underscores(args)
     command = [option.replace("_", "-")]
