@@ -10,7 +10,7 @@ from matplotlib.image import imread
 
 from echo_sim import cli
 from echo_sim.analysis.critical import CRITICAL_PID
-from echo_sim.render.draw import MAX_PIXELS, draw_graph, figure_geometry
+from echo_sim.render.draw import MAX_PIXELS, MIN_DPI, draw_graph, figure_geometry
 from echo_sim.trace.export import write_echo_dirs
 from tests.test_statistic import two_rank_trace
 
@@ -49,7 +49,7 @@ def test_figure_geometry_grows_and_stays_openable():
     small = figure_geometry(10, 2, labels=True)
     big = figure_geometry(1500, 8, labels=True)
     assert big[0] > small[0] and small[2] == 150
-    assert big[0] * big[2] <= MAX_PIXELS + 1 and big[2] >= 60
+    assert big[0] * big[2] <= MAX_PIXELS + 1 and big[2] >= MIN_DPI
 
 
 def test_graph_png_labels_are_readable(tmp_path):
@@ -63,6 +63,6 @@ def test_graph_png_labels_are_readable(tmp_path):
     img = imread(png)
     h, w = img.shape[:2]
     assert w <= MAX_PIXELS and h <= MAX_PIXELS
-    assert w / 250 >= 0.45 * 60  # at least ~27 px per column: labels do not pile up
+    assert w / 250 >= 0.45 * MIN_DPI  # >= 45 px per column: labels do not pile up
     svg = draw_graph(g, tmp_path / "g.svg").read_text()
     assert svg.count("…") >= 200 and "labels on the 200 longest" in svg

@@ -18,7 +18,7 @@ import numpy as np
 from echo_sim.errors import ConfigError
 from echo_sim.textsafe import safe_text
 
-__all__ = ["LABEL_CHARS", "MAX_LABELS", "MAX_NODES", "MAX_PIXELS", "check_image_type",
+__all__ = ["LABEL_CHARS", "MAX_LABELS", "MAX_NODES", "MAX_PIXELS", "MIN_DPI", "check_image_type",
            "draw_graph", "figure_geometry", "filter_graph", "layered_layout"]
 
 MAX_NODES = 2000
@@ -27,8 +27,10 @@ MAX_LABELS = 200
 """Most node labels drawn; past it only the longest-running nodes are labelled."""
 LABEL_CHARS = 28
 """Longest label drawn (characters)."""
-MAX_PIXELS = 16000
+MAX_PIXELS = 20000
 """Largest image side in pixels (Agg allows 2^16; viewers struggle well before)."""
+MIN_DPI = 100
+"""Lowest dpi used: below it 8 pt labels are under 11 pixels tall and hard to read."""
 
 _COLORS = {"FW": "#4c72b0", "BW": "#dd8452", "Comm": "#c44e52", "UPDATE": "#55a868",
            "STEP": "#999999"}
@@ -111,16 +113,16 @@ def figure_geometry(cols: int, rows: int, *, labels: bool) -> tuple[float, float
     """Figure width and height (inches) and dpi for a ``cols`` x ``rows`` layout.
 
     Each column gets room for a rotated label (0.45 in; 0.18 in without labels), each rank
-    row 1.3 in plus the labels' height; dpi is 150 while the image stays under
-    :data:`MAX_PIXELS` per side, then lowered (not below 60) and finally the size capped, so
-    a big graph stays a file an image viewer opens.
+    row 1.6 in (1.0 without labels); dpi is 150 while the image stays under
+    :data:`MAX_PIXELS` per side, then lowered (not below :data:`MIN_DPI`, so text stays
+    readable) and finally the size capped, so a big graph stays a file a viewer opens.
     """
     width = 3.0 + (0.45 if labels else 0.18) * cols
     height = 2.2 + (1.6 if labels else 1.0) * rows
     dpi = 150
     longest = max(width, height)
     if longest * dpi > MAX_PIXELS:
-        dpi = max(60, int(MAX_PIXELS / longest))
+        dpi = max(MIN_DPI, int(MAX_PIXELS / longest))
     cap = MAX_PIXELS / dpi
     return min(width, cap), min(height, cap), dpi
 
@@ -157,8 +159,9 @@ def draw_graph(g: nx.DiGraph, path: str | Path, *, title: str = "",
     cols = int(max(x for x, _ in pos.values())) + 1
     rows = int(max(-y for _, y in pos.values())) + 1
     nodes = list(g.nodes)
-    labelled = _labelled(g, nodes, max_labels)
-    width, height, dpi = figure_geometry(cols, rows, labels=bool(labelled))
+    width, height, dpi = figure_geometry(cols, rows, labels=max_labels > 0)
+    # at most one label per 40 pixels of width, so rotated labels do not overprint
+    labelled = _labelled(g, nodes, min(max_labels, int(width * dpi / 40)))
     fig = Figure(figsize=(width, height), layout="constrained")
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
