@@ -167,3 +167,23 @@ def test_combine_several_runs_side_by_side(capsys, trace_dir, tmp_path):
              if e["name"] == "process_name"}
     assert sorted(names) == [0, 1, 1_000_000, 1_000_001]
     assert names[1_000_001].startswith(str(trace_dir)) and ": rank 1 (" in names[1_000_001]
+
+
+def test_directory_outputs_refuse_planted_links(capsys, tmp_path):
+    """synth/simulate --output DIR --force: a link planted as a rank file is refused, its
+    target untouched; a file given as DIR is one line."""
+    victim = tmp_path / "victim"
+    victim.write_text("keep me")
+    out = tmp_path / "syn"
+    (out / "0_0").mkdir(parents=True)
+    (out / "0_0" / "meta.json").symlink_to(victim)
+    shape = ["--layers", "2", "--hidden", "32", "--heads", "2", "--seq", "8", "--vocab", "16"]
+    code, _, err = run(capsys, "synth", *shape, "-o", out, "--force")
+    assert code == 2 and "--output" in one_line(err) and "symbolic link" in err
+    assert victim.read_text() == "keep me"
+    code, _, err = run(capsys, "synth", *shape, "-o", victim)
+    assert code == 2 and "not a directory" in one_line(err)
+    (out / "0_0" / "meta.json").unlink()
+    assert run(capsys, "synth", *shape, "-o", out)[0] == 0
+    code, _, err = run(capsys, "synth", *shape, "-o", out)
+    assert code == 2 and "exists; pass --force" in one_line(err)
