@@ -6,7 +6,7 @@ from typing import Any
 
 from echo_sim.analysis.collect import Collected, collect
 from echo_sim.analysis.tables import fmt_pct, fmt_us, format_table, write_csv
-from echo_sim.commands.outputs import output_file
+from echo_sim.commands.outputs import check_output, output_file
 from echo_sim.commands.spec import Command, Result, arg
 
 __all__ = ["COMMAND", "render"]
@@ -52,6 +52,8 @@ def render(c: Collected, *, source: str = "") -> str:
 def run(opts: Any) -> Result:
     from echo_sim.load import load_trace
 
+    if opts.csv:
+        check_output("--csv", opts.csv, force=opts.force)  # before the work
     trace = load_trace(opts.paths[0])
     c = collect(trace)
     text = render(c, source=opts.paths[0])

@@ -8,7 +8,7 @@ from typing import Any
 from echo_sim.analysis.compare import COMPARE_SORT_KEYS, Comparison, compare, write_xlsx
 from echo_sim.analysis.tables import fmt_us, format_table, write_csv
 from echo_sim.commands.checks import int_in
-from echo_sim.commands.outputs import output_file
+from echo_sim.commands.outputs import check_output, output_file
 from echo_sim.commands.spec import Command, Result, arg
 from echo_sim.errors import EchoError
 
@@ -72,6 +72,10 @@ def run(opts: Any) -> Result:
     from echo_sim.load import load_trace
 
     pa, pb = opts.paths
+    xlsx = (default_xlsx(pa) if opts.xlsx is True else opts.xlsx) if opts.xlsx else None
+    for flag, out in (("--csv", opts.csv), ("--xlsx", xlsx)):
+        if out:
+            check_output(flag, out, force=opts.force)  # before the work
     ta = load_trace(pa)
     tb = ta if pb == pa else load_trace(pb)
     ra, rb = parse_ranks(opts.ranks_a), parse_ranks(opts.ranks_b)
@@ -84,11 +88,10 @@ def run(opts: Any) -> Result:
         with output_file("--csv", opts.csv, force=opts.force) as tmp:
             write_csv(tmp, CSV_COLUMNS, [[getattr(o, k) for k in CSV_COLUMNS] for o in full.ops])
         notes.append(f"wrote {opts.csv}")
-    if opts.xlsx:
-        out = default_xlsx(pa) if opts.xlsx is True else opts.xlsx
-        with output_file("--xlsx", out, force=opts.force) as tmp:
+    if xlsx is not None:
+        with output_file("--xlsx", xlsx, force=opts.force) as tmp:
             write_xlsx(full, tmp)
-        notes.append(f"wrote {out}")
+        notes.append(f"wrote {xlsx}")
     shown = full if opts.head == 0 else Comparison(
         full.label_a, full.label_b, full.iteration_a_us, full.iteration_b_us,
         full.ops[:opts.head], full.num_ops)

@@ -8,7 +8,7 @@ from typing import Any
 from echo_sim.analysis.statistic import SORT_KEYS, OpStat, Statistics, statistic
 from echo_sim.analysis.tables import fmt_pct, fmt_us, format_table, write_csv
 from echo_sim.commands.checks import int_in
-from echo_sim.commands.outputs import output_file
+from echo_sim.commands.outputs import check_output, output_file
 from echo_sim.commands.spec import Command, Result, arg
 from echo_sim.errors import EchoError
 from echo_sim.render.plots import PLOT_TYPES
@@ -74,6 +74,10 @@ def default_xlsx(path: str) -> Path:
 def run(opts: Any) -> Result:
     from echo_sim.load import load_trace
 
+    xlsx = (default_xlsx(opts.paths[0]) if opts.xlsx is True else opts.xlsx) if opts.xlsx else None
+    for flag, out in (("--csv", opts.csv), ("--xlsx", xlsx), ("--plot", opts.plot)):
+        if out:
+            check_output(flag, out, force=opts.force)  # before the work
     trace = load_trace(opts.paths[0])
     stats = statistic(trace, sort=opts.sort)
     shown = None if opts.head == 0 else opts.head
@@ -86,13 +90,12 @@ def run(opts: Any) -> Result:
         with output_file("--csv", opts.csv, force=opts.force) as tmp:
             write_csv(tmp, CSV_COLUMNS, rows)
         notes.append(f"wrote {opts.csv}")
-    if opts.xlsx:
+    if xlsx is not None:
         from echo_sim.render.xlsx import write_tables_xlsx
 
-        out = default_xlsx(opts.paths[0]) if opts.xlsx is True else opts.xlsx
-        with output_file("--xlsx", out, force=opts.force) as tmp:
+        with output_file("--xlsx", xlsx, force=opts.force) as tmp:
             write_tables_xlsx(tmp, {"operators": (CSV_COLUMNS, rows)})
-        notes.append(f"wrote {out}")
+        notes.append(f"wrote {xlsx}")
     if opts.plot:
         from echo_sim.analysis.collect import collect
         from echo_sim.render.plots import plot_step_breakdown, step_breakdown
