@@ -12,15 +12,20 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import re
 import sys
 from collections.abc import Sequence
-from typing import Any
+from pathlib import Path
+from typing import Any, NoReturn
 
 from echo_sim.commands import COMMAND_MODULES
+from echo_sim.commands.dpro import translate_dpro_argv
 from echo_sim.commands.spec import Command
-from echo_sim.errors import EchoError
+from echo_sim.errors import ConfigError, EchoError
+from echo_sim.textsafe import safe_text
 
-__all__ = ["build_parser", "load_commands", "main", "translate_dpro_argv"]
+__all__ = ["UsageError", "build_parser", "flag_names", "load_commands", "main",
+           "translate_dpro_argv"]
 
 PROG = "python -m echo_sim"
 
@@ -30,7 +35,10 @@ Merge, analyse, replay and simulate traces of distributed PyTorch training.
 PATH is a rank directory written by echo_trace (trace.json[.gz], meta.json, dag.gml), a root
 holding many rank directories, a single trace file, a ByteProfile/dPRO directory or a
 PyTorch profiler (Kineto) JSON trace. Every command prints a table; --json prints one JSON
-object instead. dPRO's spelling also works: --option statistic --path PATH.
+object instead. dPRO's spelling also works: --option statistic --path PATH[,PATH],
+--sub_option, --step_num, bare --sort / --xlsx; what echo cannot run prints its echo
+equivalent. Output files are replaced only with --force, and never when they are not
+regular files. Errors are one line on stderr, exit status 2.
 """
 
 
@@ -41,8 +49,20 @@ def load_commands() -> list[Command]:
     ]
 
 
+class UsageError(EchoError):
+    """A command line argparse rejects (unknown flag, bad value, value out of range)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with its errors as one line (no usage block) through the EchoError path."""
+
+    def error(self, message: str) -> NoReturn:
+        command = self.prog.removeprefix(PROG).strip()
+        raise UsageError(f"{command + ': ' if command else ''}{message} (see --help)")
+
+
 def build_parser(commands: Sequence[Command]) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=PROG, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--version", action="version", version=_version())
@@ -57,6 +77,9 @@ def build_parser(commands: Sequence[Command]) -> argparse.ArgumentParser:
         )
         if cmd.paths == 1:
             p.add_argument("paths", nargs=1, metavar="PATH", help="trace directory or file")
+        elif cmd.paths == -1:
+            p.add_argument("paths", nargs="+", metavar="PATH",
+                           help="trace directory or file (several: one file, runs side by side)")
         elif cmd.paths == 2:
             p.add_argument("paths", nargs=2, metavar="PATH", help="two traces to compare: A B")
         for a in cmd.args:
@@ -70,30 +93,6 @@ def _version() -> str:
     from echo_sim import __version__
 
     return f"echo_sim {__version__}"
-
-
-def translate_dpro_argv(argv: Sequence[str]) -> list[str]:
-    """Rewrite dPRO's ``--option CMD --path P [P ...]`` into ``CMD P [P ...]``.
-
-    dPRO takes ``--path`` as one comma-separated string or several words; both work.
-    """
-    argv = list(argv)
-    if "--option" not in argv:
-        return argv
-    i = argv.index("--option")
-    if i + 1 >= len(argv):
-        raise EchoError("--option needs a command name, e.g. --option statistic")
-    command = argv[i + 1]
-    rest = argv[:i] + argv[i + 2 :]
-    paths: list[str] = []
-    if "--path" in rest:
-        j = rest.index("--path")
-        k = j + 1
-        while k < len(rest) and not rest[k].startswith("--"):
-            paths.extend(p for p in rest[k].split(",") if p)
-            k += 1
-        rest = rest[:j] + rest[k:]
-    return [command.replace("_", "-") if command == "profile_comm" else command, *paths, *rest]
 
 
 def _print_json(data: dict[str, Any]) -> None:
@@ -117,26 +116,102 @@ def _json_default(o: Any) -> Any:
     return str(o)
 
 
+def flag_names(parser: argparse.ArgumentParser) -> dict[str, str]:
+    """Library parameter name → CLI flag, from the parser's options (``global_batch`` →
+    ``--global-batch``) and the command's own ``param_flags``."""
+    out: dict[str, str] = {}
+    for action in parser._actions:
+        longs = [o for o in action.option_strings if o.startswith("--")]
+        if longs and action.dest not in ("help", "json"):
+            out[action.dest] = longs[0]
+    return out
+
+
+def flag_message(message: str, flags: dict[str, str]) -> str:
+    """A library :class:`ConfigError` message with parameter names as the CLI's flags:
+    ``dp=0 must be ...`` → ``--dp 0 must be ...``, ``memory_limit_bytes`` → ``--memory-limit``.
+
+    Only ``name=value`` forms, factors of a ``dp·tp`` product and names with an underscore
+    are rewritten (plain words such as "step" in a sentence stay), never inside ``--flag``."""
+    if not flags:
+        return message
+
+    def sub(m: re.Match[str]) -> str:
+        name, eq = m.group(2), m.group(3)
+        flag = flags.get(name)
+        in_product = m.group(1) == "·" or m.string.startswith("·", m.end())
+        if flag is None or not (eq or in_product or "_" in name):
+            return m.group(0)
+        return m.group(1) + flag + (" " if eq else "")
+
+    return re.sub(r"(^|[^-\w/.])([a-z][a-z0-9_]*)(=?)", sub, message)
+
+
+def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser | None:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            found = action.choices.get(name)
+            return found if isinstance(found, argparse.ArgumentParser) else None
+    return None
+
+
+def _gml_paths(cmd: Command, paths: list[str]) -> list[str]:
+    """A ``dag.gml`` given as PATH (dPRO habit) means the trace directory holding it;
+    ``graph`` reads the GML file itself."""
+    if cmd.name == "graph":
+        return paths
+    out = []
+    for p in paths:
+        if p.lower().endswith(".gml") and Path(p).is_file():
+            parent = str(Path(p).parent)
+            sys.stderr.write(f"echo_sim: {safe_text(p)} is a dependency graph; reading the "
+                             f"trace in {safe_text(parent)}\n")
+            p = parent
+        out.append(p)
+    return out
+
+
+def _write(stream: Any, text: str) -> None:
+    stream.write(safe_text(text) + "\n")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; returns the exit status (0 ok, 2 bad input)."""
+    """Entry point; returns the exit status (0 ok, 2 bad input).
+
+    Everything printed goes through :func:`~echo_sim.textsafe.safe_text`: names from traces
+    never reach the terminal with their control characters raw.
+    """
     argv = list(sys.argv[1:] if argv is None else argv)
+    flags: dict[str, str] = {}
     try:
         parser = build_parser(load_commands())
-        opts = parser.parse_args(translate_dpro_argv(argv))
+        notes: list[str] = []
+        translated = translate_dpro_argv(argv, notes)
+        for note in notes:
+            _write(sys.stderr, f"echo_sim: {note}")
+        opts = parser.parse_args(translated)
         cmd: Command = opts._command
-        if not hasattr(opts, "paths"):
-            opts.paths = []
+        sub = _subparser(parser, cmd.name)
+        flags = {**(flag_names(sub) if sub else {}), **cmd.param_flags}
+        opts.paths = _gml_paths(cmd, list(getattr(opts, "paths", []) or []))
         result = cmd.run(opts)
+    except ConfigError as e:
+        _write(sys.stderr, f"echo_sim: error: {flag_message(str(e), flags)}")
+        return 2
     except EchoError as e:
-        sys.stderr.write(f"echo_sim: error: {e}\n")
+        _write(sys.stderr, f"echo_sim: error: {e}")
         return 2
     except KeyboardInterrupt:
         sys.stderr.write("echo_sim: interrupted\n")
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as e:  # an unexpected file error still gets one line, never a traceback
+        where = f"{e.filename}: " if e.filename else ""
+        _write(sys.stderr, f"echo_sim: error: {where}{e.strerror or e}")
+        return 2
     if opts.json:
         _print_json(result.data)
     else:
-        sys.stdout.write(result.text.rstrip("\n") + "\n")
+        _write(sys.stdout, result.text.rstrip("\n"))
     return 0

@@ -67,7 +67,7 @@ def test_never_overwrites_without_force(tmp_path):
     t = two_rank_trace()
     out = tmp_path / "c.json"
     combine(t, out)
-    with pytest.raises(EchoError, match="--force"):
+    with pytest.raises(EchoError, match="overwrite=True"):
         combine(t, out)
     combine(t, out, overwrite=True)
 

@@ -72,8 +72,8 @@ def test_workload_dependent_errors():
 
 @pytest.mark.parametrize("args, msg", [
     (["--dp", "8", "--tp", "4", "--pp", "2", "--nodes", "2", "--gpus-per-node", "8"],
-     "dp·tp·pp = 8·4·2 = 64 but nodes·gpus_per_node = 2·8 = 16"),
-    (["--tp", "4"], "tp=4 does not divide heads=2"),
+     "--dp·--tp·--pp = 8·4·2 = 64 but --nodes·--gpus-per-node = 2·8 = 16"),
+    (["--tp", "4"], "--tp 4 does not divide heads=2"),
     (["--pp", "5"], "5 pipeline stages but the model has only 4 blocks"),
     (["--dp", "2", "--micro-batch", "2", "--global-batch", "6"], "global batch 6"),
     (["--cluster", "dgx-z9"], "unknown cluster 'dgx-z9'"),

@@ -42,11 +42,14 @@ from echo_sim.sim.replay import (
 )
 from echo_sim.trace.model import CAT_NAMES, Trace
 
-__all__ = ["CATEGORIES", "CriticalPath", "Segment", "critical_path"]
+__all__ = ["CATEGORIES", "CRITICAL_PID", "CriticalPath", "Segment", "critical_path",
+           "perfetto_events"]
 
 CATEGORIES: tuple[str, ...] = ("FW", "BW", "Comm", "UPDATE", "host delay")
 _HOST = "host delay"
 _TOL_US = 1e-6
+CRITICAL_PID = 999_999
+"""Process id of the "critical path" track in :func:`perfetto_events` (no rank has it)."""
 
 
 @dataclass(frozen=True)
@@ -192,3 +195,49 @@ def _walk(res: ReplayResult) -> tuple[list[Segment], ReplayResult, dict[str, flo
     for s in segs:
         shares[s.cat if s.cat in shares else _HOST] += s.dur_us
     return segs, res, shares
+
+
+def _origin_us(cp: CriticalPath, replayed: Trace, mapping: np.ndarray) -> float:
+    """Time in ``replayed`` where the path starts: a compute segment's replayed start minus
+    its offset on the path."""
+    for s in cp.segments:
+        if s.rows and s.cat != "Comm" and mapping[s.rows[0]] >= 0:
+            return float(replayed.events.ts_us[mapping[s.rows[0]]]) - s.start_us
+    return 0.0
+
+
+def perfetto_events(cp: CriticalPath, events: list[dict], replayed: Trace,
+                    mapping: np.ndarray) -> list[dict]:
+    """``events`` (the replayed timeline, path rows marked ``args.critical``) plus what
+    Perfetto shows, since it ignores ``cname`` colours:
+
+    * a process "critical path (step N)" sorted first, holding every segment in order
+      (ops, communication, host delays) with its category and ranks;
+    * flow arrows (``ph`` ``s`` → ``f``, bound to the enclosing slices) linking the path's
+      slices on the rank tracks in path order, so the path can be followed across ranks.
+
+    ``replayed`` / ``mapping``: ``cp.replay.replayed_trace()`` and ``replayed_row_map()``,
+    which ``events`` were made from.
+    """
+    out = list(events)
+    origin = _origin_us(cp, replayed, mapping)
+    pid = CRITICAL_PID
+    out += [
+        {"name": "process_name", "ph": "M", "pid": pid, "tid": 0,
+         "args": {"name": f"critical path (step {cp.step})"}},
+        {"name": "process_sort_index", "ph": "M", "pid": pid, "tid": 0,
+         "args": {"sort_index": -1}},
+        {"name": "thread_name", "ph": "M", "pid": pid, "tid": 0, "args": {"name": "path"}},
+    ]
+    for s in cp.segments:
+        out.append({"name": s.name, "cat": s.cat, "ph": "X", "pid": pid, "tid": 0,
+                    "ts": round(origin + s.start_us, 3), "dur": round(s.dur_us, 3),
+                    "args": {"category": s.cat, "ranks": list(s.ranks)}})
+    on_path = sorted((e for e in events if e.get("ph") == "X"
+                      and e.get("args", {}).get("critical")), key=lambda e: e["ts"])
+    for k, (a, b) in enumerate(zip(on_path, on_path[1:], strict=False)):
+        common = {"name": "critical path", "cat": "critical", "id": k}
+        out.append({**common, "ph": "s", "pid": a["pid"], "tid": a["tid"], "ts": a["ts"]})
+        out.append({**common, "ph": "f", "bp": "e", "pid": b["pid"], "tid": b["tid"],
+                    "ts": b["ts"]})
+    return out

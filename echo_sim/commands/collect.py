@@ -6,6 +6,7 @@ from typing import Any
 
 from echo_sim.analysis.collect import Collected, collect
 from echo_sim.analysis.tables import fmt_pct, fmt_us, format_table, write_csv
+from echo_sim.commands.outputs import check_output, output_file
 from echo_sim.commands.spec import Command, Result, arg
 
 __all__ = ["COMMAND", "render"]
@@ -51,6 +52,8 @@ def render(c: Collected, *, source: str = "") -> str:
 def run(opts: Any) -> Result:
     from echo_sim.load import load_trace
 
+    if opts.csv:
+        check_output("--csv", opts.csv, force=opts.force)  # before the work
     trace = load_trace(opts.paths[0])
     c = collect(trace)
     text = render(c, source=opts.paths[0])
@@ -58,7 +61,9 @@ def run(opts: Any) -> Result:
         names = list(c.cells)
         rows = [[r, s, *(c.cells[k][i, j] for k in names)]
                 for i, r in enumerate(c.ranks) for j, s in enumerate(c.steps)]
-        text += f"\nwrote {write_csv(opts.csv, ['rank', 'step', *names], rows)}"
+        with output_file("--csv", opts.csv, force=opts.force) as tmp:
+            write_csv(tmp, ["rank", "step", *names], rows)
+        text += f"\nwrote {opts.csv}"
     data = c.to_dict()
     data["source"] = opts.paths[0]
     return Result(text, data)
@@ -72,6 +77,7 @@ COMMAND = Command(
     args=(
         arg("--csv", metavar="FILE",
             help="also write one row per (rank, step) with every figure as CSV"),
+        arg("--force", action="store_true", help="replace the --csv file if it exists"),
     ),
     epilog="example: python -m echo_sim collect traces/ --json",
 )

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from echo_sim.analysis.compare import COMPARE_SORT_KEYS, Comparison, compare, write_xlsx
 from echo_sim.analysis.tables import fmt_us, format_table, write_csv
+from echo_sim.commands.checks import int_in
+from echo_sim.commands.outputs import check_output, output_file
 from echo_sim.commands.spec import Command, Result, arg
 from echo_sim.errors import EchoError
 
@@ -59,10 +62,20 @@ def render(c: Comparison) -> str:
     return head + "\n" + table + more
 
 
+def default_xlsx(path_a: str) -> Path:
+    """Bare ``--xlsx`` (dPRO's switch): ``compare.xlsx`` in A's trace directory."""
+    p = Path(path_a)
+    return (p if p.is_dir() else p.parent) / "compare.xlsx"
+
+
 def run(opts: Any) -> Result:
     from echo_sim.load import load_trace
 
     pa, pb = opts.paths
+    xlsx = (default_xlsx(pa) if opts.xlsx is True else opts.xlsx) if opts.xlsx else None
+    for flag, out in (("--csv", opts.csv), ("--xlsx", xlsx)):
+        if out:
+            check_output(flag, out, force=opts.force)  # before the work
     ta = load_trace(pa)
     tb = ta if pb == pa else load_trace(pb)
     ra, rb = parse_ranks(opts.ranks_a), parse_ranks(opts.ranks_b)
@@ -72,11 +85,13 @@ def run(opts: Any) -> Result:
                    label_a=label_a, label_b=label_b)
     notes: list[str] = []
     if opts.csv:
-        p = write_csv(opts.csv, CSV_COLUMNS,
-                      [[getattr(o, k) for k in CSV_COLUMNS] for o in full.ops])
-        notes.append(f"wrote {p}")
-    if opts.xlsx:
-        notes.append(f"wrote {write_xlsx(full, opts.xlsx)}")
+        with output_file("--csv", opts.csv, force=opts.force) as tmp:
+            write_csv(tmp, CSV_COLUMNS, [[getattr(o, k) for k in CSV_COLUMNS] for o in full.ops])
+        notes.append(f"wrote {opts.csv}")
+    if xlsx is not None:
+        with output_file("--xlsx", xlsx, force=opts.force) as tmp:
+            write_xlsx(full, tmp)
+        notes.append(f"wrote {xlsx}")
     shown = full if opts.head == 0 else Comparison(
         full.label_a, full.label_b, full.iteration_a_us, full.iteration_b_us,
         full.ops[:opts.head], full.num_ops)
@@ -90,14 +105,17 @@ COMMAND = Command(
     run=run,
     paths=2,
     args=(
-        arg("--sort", choices=COMPARE_SORT_KEYS, default="diff",
+        arg("--sort", choices=COMPARE_SORT_KEYS, default="diff", nargs="?", const="ratio",
             help="order: diff (largest |B - A| first), ratio, mean_a, mean_b, total_a, "
-                 "total_b, name; default diff"),
-        arg("--head", type=int, default=30, metavar="N",
+                 "total_b, name; default diff (a bare --sort, dPRO's switch, is ratio)"),
+        arg("--head", type=int_in(0, 2**31), default=30, metavar="N",
             help="show the first N operators (0: all); default 30"),
         arg("--csv", metavar="FILE", help="also write every operator as CSV"),
-        arg("--xlsx", metavar="FILE",
-            help="also write an Excel workbook (sheets: operators, summary)"),
+        arg("--xlsx", metavar="FILE", nargs="?", const=True, default=None,
+            help="also write an Excel workbook (sheets: operators, summary); bare --xlsx: "
+                 "compare.xlsx in A's trace directory"),
+        arg("--force", action="store_true",
+            help="replace output files (--csv, --xlsx) that exist"),
         arg("--ranks-a", metavar="RANKS", help="use only these ranks of A, e.g. 0,2-3"),
         arg("--ranks-b", metavar="RANKS", help="use only these ranks of B"),
     ),

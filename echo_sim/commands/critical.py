@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from echo_sim.commands.checks import MAX_STEP, int_in
+from echo_sim.commands.outputs import check_output, flag_errors
 from echo_sim.commands.spec import Command, Result, arg
 
 __all__ = ["COMMAND"]
@@ -20,15 +22,19 @@ others.
 Printed: the time (ms) and share of each category on the path — FW, BW, Comm, UPDATE and
 host delay (measured gaps before ops that dependencies do not explain) — then the path as
 runs of consecutive segments. --json lists every segment (microseconds from path start).
---output writes the replayed timeline with the path highlighted (red) as a Chrome trace.
+--output writes the replayed timeline as a Chrome trace for Perfetto: the path on its own
+"critical path" track (first), flow arrows through its slices on the rank tracks, and those
+slices marked (args.critical; red in chrome://tracing).
 """
 
 
 def run(opts: Any) -> Result:
-    from echo_sim.analysis.critical import critical_path
+    from echo_sim.analysis.critical import critical_path, perfetto_events
     from echo_sim.load import load_trace
     from echo_sim.trace.export import chrome_events, write_chrome
 
+    if opts.output:
+        check_output("--output", opts.output, force=opts.force)  # before the work
     trace = load_trace(opts.paths[0])
     cp = critical_path(trace, step=opts.step, scale=opts.scale or ())
     data = cp.to_dict()
@@ -38,10 +44,13 @@ def run(opts: Any) -> Result:
         replayed = cp.replay.replayed_trace()
         mapping = cp.replay.replayed_row_map()
         highlight = {int(mapping[r]) for r in cp.rows if mapping[r] >= 0}
-        p = write_chrome(opts.output, chrome_events(replayed, highlight=highlight),
-                         other_data={"critical_path_of": opts.paths[0], "step": cp.step,
-                                     "total_us": data["total_us"], "shares": data["shares"]},
-                         overwrite=opts.force)
+        events = perfetto_events(cp, chrome_events(replayed, highlight=highlight), replayed,
+                                 mapping)
+        with flag_errors("--output", opts.output):
+            p = write_chrome(opts.output, events, overwrite=opts.force,
+                             other_data={"critical_path_of": opts.paths[0], "step": cp.step,
+                                         "total_us": data["total_us"],
+                                         "shares": data["shares"]})
         data["output"] = str(p)
         text += f"\nwrote timeline with the critical path highlighted to {p}"
     return Result(text, data)
@@ -53,7 +62,7 @@ COMMAND = Command(
     description=DESCRIPTION,
     run=run,
     args=(
-        arg("--step", type=int, metavar="STEP",
+        arg("--step", type=int_in(0, MAX_STEP), metavar="STEP",
             help="captured step to analyse (default: the last captured step)"),
         arg("--scale", action="append", metavar="GLOB=FACTOR",
             help="what-if duration factors, as in `replay` (e.g. 'Comm.*=0.5')"),

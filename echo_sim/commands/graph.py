@@ -5,7 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from echo_sim.commands.checks import int_in, select_steps
+from echo_sim.commands.outputs import check_output, output_file
 from echo_sim.commands.spec import Command, Result, arg
+from echo_sim.errors import ConfigError, TraceFormatError
 
 __all__ = ["COMMAND"]
 
@@ -20,22 +23,78 @@ the graph is acyclic. --output FILE draws it (.svg, .png: columns in order of me
 start time, one row per rank, cross-rank edges dashed) or writes it (.gml, networkx GML
 with node attributes name, cat, dur_us (microseconds), ts_us, step, rank/ranks).
 Graphs over 2000 nodes are not drawn: narrow them with --step, --rank or --filter.
+PATH may also be one rank's dag.gml (dPRO's graph input): its counts, drawn or rewritten
+with --output.
 """
+
+
+def _write(g: Any, opts: Any) -> Path:
+    """``g`` to --output: GML, or a drawing."""
+    import networkx as nx
+
+    from echo_sim.render.draw import MAX_NODES, check_image_type, draw_graph
+
+    out = Path(opts.output)
+    gml = out.suffix.lower() == ".gml"
+    if not gml:
+        try:
+            check_image_type(out)
+        except ConfigError as e:
+            raise ConfigError(f"--output {out}: {str(e).split(': ', 1)[1]}") from None
+        if g.number_of_nodes() > MAX_NODES:
+            raise ConfigError(f"graph has {g.number_of_nodes()} nodes (> {MAX_NODES}) to "
+                              "draw: narrow it with --step, --rank or --filter 'Comm.*'")
+        if g.number_of_nodes() == 0:
+            raise ConfigError("nothing to draw: no node matches the selection (check "
+                              "--filter, --rank and --step)")
+    check_output("--output", out, force=opts.force)
+    with output_file("--output", out, force=opts.force) as tmp:
+        if gml:
+            nx.write_gml(g, str(tmp), stringizer=str)
+        else:
+            draw_graph(g, tmp)
+    return out
+
+
+def _gml_file(opts: Any) -> Result:
+    """A ``dag.gml`` as PATH (dPRO's graph input): its summary, and --output as usual."""
+    import networkx as nx
+
+    from echo_sim.load.echo import read_dag
+
+    path = opts.paths[0]
+    try:
+        g = read_dag(Path(path))
+    except RecursionError:
+        raise TraceFormatError(f"{path}: dag.gml nests too deeply to read") from None
+    data: dict[str, Any] = {"source": path, "nodes": g.number_of_nodes(),
+                            "edges": g.number_of_edges(),
+                            "acyclic": nx.is_directed_acyclic_graph(g)}
+    lines = [f"{path}: {data['nodes']} nodes, {data['edges']} edges (one rank's dag.gml; "
+             "give the trace directory for the graph across ranks)"]
+    if opts.output:
+        for n in g.nodes:  # the drawing's labels and colours come from these attributes
+            g.nodes[n].setdefault("name", str(n))
+        data["output"] = str(_write(g, opts))
+        lines.append(f"wrote {opts.output}")
+    return Result("\n".join(lines), data)
 
 
 def run(opts: Any) -> Result:
     import networkx as nx
 
-    from echo_sim.commands.replay import parse_steps
-    from echo_sim.errors import ConfigError
     from echo_sim.load import load_trace
-    from echo_sim.render.draw import draw_graph, filter_graph
+    from echo_sim.render.draw import filter_graph
     from echo_sim.trace.graph import build_deps, global_graph
 
+    if opts.output:
+        check_output("--output", opts.output, force=opts.force)  # before the work
+    if opts.paths[0].lower().endswith(".gml") and Path(opts.paths[0]).is_file():
+        return _gml_file(opts)
     trace = load_trace(opts.paths[0])
     if opts.rank is not None and opts.rank not in trace.ranks:
         raise ConfigError(f"--rank {opts.rank} is not in the trace; ranks: {sorted(trace.ranks)}")
-    deps = build_deps(trace, parse_steps(opts.step))
+    deps = build_deps(trace, select_steps(opts.step, trace.steps))
     full = global_graph(trace, deps=deps)
     g = filter_graph(full, name_glob=opts.filter, rank=opts.rank)
     cross = sum(1 for _, _, d in full.edges(data=True) if d.get("cross_rank"))
@@ -60,16 +119,8 @@ def run(opts: Any) -> Result:
                      f"seq {u['seq']}) on ranks {u['ranks_present']}, missing "
                      f"{u['ranks_missing']}")
     if opts.output:
-        out = Path(opts.output)
-        if out.exists() and not opts.force:
-            raise ConfigError(f"--output {out} exists; pass --force to replace it")
-        if out.suffix.lower() == ".gml":
-            nx.write_gml(g, str(out), stringizer=str)
-            p = out
-        else:
-            p = draw_graph(g, out)
-        data["output"] = str(p)
-        lines.append(f"wrote {p}")
+        data["output"] = str(_write(g, opts))
+        lines.append(f"wrote {opts.output}")
     return Result("\n".join(lines), data)
 
 
@@ -81,7 +132,7 @@ COMMAND = Command(
     args=(
         arg("--step", metavar="STEPS",
             help="only these captured steps, e.g. 3 or 2,4-6 (default: all)"),
-        arg("--rank", type=int, metavar="RANK",
+        arg("--rank", type=int_in(0, 2**31 - 1), metavar="RANK",
             help="only nodes involving this global rank (collectives it takes part in too)"),
         arg("--filter", metavar="GLOB",
             help="only nodes whose event name matches GLOB (fnmatch), e.g. 'Comm.*'; order "

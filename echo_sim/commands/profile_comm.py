@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from echo_sim.commands.checks import float_in, int_in
+from echo_sim.commands.outputs import check_output, flag_errors
 from echo_sim.commands.spec import Command, Result, arg
 from echo_sim.errors import ConfigError
 
@@ -21,21 +23,20 @@ def run(opts: Any) -> Result:
         summary_rows,
     )
 
-    out = Path(opts.output)
-    if out.exists() and not opts.force:
-        raise ConfigError(f"{out} exists; pass --force to replace it")
     ops = tuple(o.strip() for o in opts.ops.split(",") if o.strip()) if opts.ops else PROFILE_OPS
     try:
         groups = tuple(int(g) for g in opts.group_sizes.split(",") if g.strip())
     except ValueError:
         raise ConfigError(f"--group-sizes {opts.group_sizes!r}: use a comma list of integers, "
                           "e.g. 2,4") from None
+    out = check_output("--output", Path(opts.output), force=opts.force)  # before measuring
     spec = ProfileSpec(nproc=opts.nproc, group_sizes=groups, sizes_bytes=parse_sizes(opts.sizes),
                        iters=opts.iters, warmup=opts.warmup, backend=opts.backend, ops=ops,
                        timeout_s=opts.timeout, progress=not opts.no_progress,
                        busy_us=opts.busy_us)
     profile = measure_comm_profile(spec)
-    path = save_comm_profile(profile, out, overwrite=opts.force)
+    with flag_errors("--output", out):
+        path = save_comm_profile(profile, out, overwrite=opts.force)
     lines = [f"{profile.backend} on {profile.device} ({profile.device_name}), "
              f"{profile.world_size} processes, median of {profile.iters} -> {path}",
              f"{'op':<15}{'ranks':>6}{'bytes':>12}{'time_us':>12}{'algbw_GB/s':>12}"]
@@ -62,21 +63,21 @@ COMMAND = Command(
     run=run,
     paths=0,
     args=(
-        arg("--nproc", type=int, default=2, help="processes to start (default 2)"),
+        arg("--nproc", type=int_in(2, 1024), default=2, help="processes to start (default 2)"),
         arg("--output", "-o", required=True, help="profile JSON to write"),
         arg("--group-sizes", default="",
             help="also measure sub-groups of these sizes (ranks 0..k-1), e.g. 2,4"),
         arg("--sizes", default="1KB..64MB",
             help="message sizes: LO..HI (x4 steps), LO..HIx2, or a list 1KB,1MB "
                  "(KB = 1024 bytes; default 1KB..64MB)"),
-        arg("--iters", type=int, default=10, help="timed runs per size (default 10)"),
-        arg("--warmup", type=int, default=3, help="untimed runs per size first (default 3)"),
+        arg("--iters", type=int_in(1, 100_000), default=10, help="timed runs per size (default 10)"),
+        arg("--warmup", type=int_in(0, 100_000), default=3, help="untimed runs per size first (default 3)"),
         arg("--backend", choices=["auto", "gloo", "nccl"], default="auto",
             help="auto: NCCL when CUDA is available, else gloo"),
         arg("--ops", default="", help="comma list of ops to measure (default: all)"),
-        arg("--timeout", type=float, default=600.0,
+        arg("--timeout", type=float_in(0.0, 7 * 86400.0, lo_open=True), default=600.0,
             help="kill every process after this many seconds (default 600)"),
-        arg("--busy-us", type=float, default=0.0,
+        arg("--busy-us", type=float_in(0.0, 1e6), default=0.0,
             help="busy mode for ranks that share CPU cores (gloo on CPU): before each timed "
                  "collective every rank computes for about this many microseconds, as in "
                  "training, so the times include peer skew and core contention; also records "

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from echo_sim.commands.checks import int_in, select_steps
+from echo_sim.commands.outputs import check_output, flag_errors
 from echo_sim.commands.spec import Command, Result, arg
+from echo_sim.errors import ConfigError
 
-__all__ = ["COMMAND", "parse_steps"]
+__all__ = ["COMMAND", "parse_steps", "replay_steps"]
 
 DESCRIPTION = """\
 Replay the measured multi-rank dependency graph with the discrete-event engine and compare
@@ -33,20 +36,29 @@ measured mean iteration time (the "mean" row).
 """
 
 
-def parse_steps(text: str | None) -> list[int] | None:
-    """``"2,4-6"`` → [2, 4, 5, 6]; None → all steps."""
-    from echo_sim.errors import ConfigError
+def parse_steps(text: str | None, captured: list[int] | None = None) -> list[int] | None:
+    """``"2,4-6"`` → the ``captured`` steps it names ([2, 4, 5, 6] when ``captured`` is not
+    given and the ranges are small); None → all steps. Ranges are never expanded blindly:
+    ``0-100000000000`` costs nothing (see :func:`echo_sim.commands.checks.select_steps`)."""
+    from echo_sim.commands.checks import parse_steps as ranges
 
-    if text is None or text == "":
+    if captured is not None:
+        return select_steps(text, captured)
+    spans = ranges(text)
+    if spans is None:
         return None
-    out: list[int] = []
-    for part in text.split(","):
-        a, sep, b = part.strip().partition("-")
-        try:
-            out += list(range(int(a), int(b) + 1)) if sep else [int(a)]
-        except ValueError:
-            raise ConfigError(f"--step {text!r}: expected step numbers like 3 or 2,4-6") from None
-    return out
+    if sum(hi - lo + 1 for lo, hi in spans) > 1_000_000:
+        raise ConfigError(f"--step {text!r}: more than 1,000,000 steps named")
+    return [s for lo, hi in spans for s in range(lo, hi + 1)]
+
+
+def replay_steps(opts: Any, captured: list[int]) -> list[int] | None:
+    """--step, or dPRO's --step-num N (the last N captured steps); None: all."""
+    if opts.step_num is not None:
+        if opts.step is not None:
+            raise ConfigError("--step and --step-num exclude each other; give one")
+        return sorted(captured)[-opts.step_num:]
+    return select_steps(opts.step, captured)
 
 
 def run(opts: Any) -> Result:
@@ -54,19 +66,22 @@ def run(opts: Any) -> Result:
     from echo_sim.sim.replay import replay
     from echo_sim.trace.export import chrome_events, write_chrome
 
+    if opts.output:
+        check_output("--output", opts.output, force=opts.force)  # before the work
     trace = load_trace(opts.paths[0])
-    res = replay(trace, scale=opts.scale or (), steps=parse_steps(opts.step),
+    res = replay(trace, scale=opts.scale or (), steps=replay_steps(opts, trace.steps),
                  durations=opts.durations)
     data = res.to_dict()
     data["source"] = opts.paths[0]
     text = res.text()
     if opts.output:
-        p = write_chrome(opts.output, chrome_events(res.replayed_trace()),
-                         other_data={"replay_of": opts.paths[0], **{
-                             k: data[k] for k in ("replayed_iteration_time_us",
-                                                  "measured_iteration_time_us", "error_pct",
-                                                  "scale")}},
-                         overwrite=opts.force)
+        with flag_errors("--output", opts.output):
+            p = write_chrome(opts.output, chrome_events(res.replayed_trace()),
+                             other_data={"replay_of": opts.paths[0], **{
+                                 k: data[k] for k in ("replayed_iteration_time_us",
+                                                      "measured_iteration_time_us",
+                                                      "error_pct", "scale")}},
+                             overwrite=opts.force)
         data["output"] = str(p)
         text += f"\nwrote replayed timeline to {p}"
     return Result(text, data)
@@ -83,6 +98,8 @@ COMMAND = Command(
                  "FACTOR; repeatable, e.g. --scale 'Comm.*=0.5' --scale 'BW.*=0.8'"),
         arg("--step", metavar="STEPS",
             help="replay only these captured steps, e.g. 3 or 2,4-6 (default: all)"),
+        arg("--step-num", "--step_num", type=int_in(1, 2**31), default=None, metavar="N",
+            help="replay the last N captured steps (dPRO's --step_num)"),
         arg("--durations", choices=("measured", "mean", "median"), default="measured",
             help="measured: each event keeps its own step's times; mean / median: every "
                  "step replays the mean / median over steps of each event's times (a "

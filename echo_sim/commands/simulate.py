@@ -4,11 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from echo_sim.commands.checks import float_in, int_in, parse_bytes_flag
+from echo_sim.commands.outputs import check_output_dir, flag_errors
 from echo_sim.commands.spec import Command, Result, arg
+from echo_sim.errors import ConfigError
 
 __all__ = ["COMMAND", "render"]
 
 MAX_WRITTEN_RANKS = 64
+# Bounds of the flags (checked before any work): beyond them a run exhausts memory or time.
+MAX_GPUS = 2**20  # dp·tp·pp
+MAX_FULL_GPUS = 16384  # --mode full simulates every rank
+MAX_MICRO_BATCHES = 65536  # per iteration: each is a task chain in the schedule
+MAX_MEMORY_BYTES = 2**60
 
 DESCRIPTION = """\
 Predict one training iteration of the traced model on DP x TP x PP GPUs of a cluster, from
@@ -66,18 +74,37 @@ def render(res: Any) -> str:
     return "\n".join(lines)
 
 
+def _check_bounds(opts: Any) -> int | None:
+    """The layout flags against each other (each is range-checked by argparse); the memory
+    limit in bytes."""
+    world = opts.dp * opts.tp * opts.pp
+    cap = MAX_FULL_GPUS if opts.mode == "full" else MAX_GPUS
+    if world > cap:
+        raise ConfigError(f"--dp x --tp x --pp = {world} GPUs is out of range; valid: at most "
+                          f"{cap:,}" + (" with --mode full" if opts.mode == "full" else ""))
+    if opts.global_batch is not None:
+        micro = opts.global_batch // (opts.dp * (opts.micro_batch or 1))
+        if micro > MAX_MICRO_BATCHES:
+            raise ConfigError(
+                f"--global-batch {opts.global_batch} gives {micro:,} micro-batches per "
+                f"iteration; valid: at most {MAX_MICRO_BATCHES:,} x --dp x --micro-batch")
+    if opts.memory_limit is None:
+        return None
+    return parse_bytes_flag("--memory-limit", opts.memory_limit, max_bytes=MAX_MEMORY_BYTES)
+
+
 def run(opts: Any) -> Result:
-    from echo_sim.cost.memory_model import parse_bytes
     from echo_sim.load import load_trace
     from echo_sim.sim.simulate import SimConfig, simulate
 
+    memory_limit = _check_bounds(opts)
     config = SimConfig(
         dp=opts.dp, tp=opts.tp, pp=opts.pp, micro_batch=opts.micro_batch,
         global_batch=opts.global_batch, schedule=opts.schedule,
         virtual_stages=opts.virtual_stages, nodes=opts.nodes, gpus_per_node=opts.gpus_per_node,
         cluster=opts.cluster, gpu=opts.gpu, fsdp=opts.fsdp, recompute=opts.recompute,
         comm_profile=opts.comm_profile,
-        memory_limit_bytes=parse_bytes(opts.memory_limit) if opts.memory_limit else None,
+        memory_limit_bytes=memory_limit,
         compute_factor=opts.compute_factor, data_parallel=opts.data_parallel,
         stage_split=opts.stage_split, mode=opts.mode,
         vocab_parallel=not opts.no_vocab_parallel)
@@ -97,7 +124,9 @@ def run(opts: Any) -> Result:
             keep = set(ranks[:: max(1, len(ranks) // MAX_WRITTEN_RANKS)][:MAX_WRITTEN_RANKS])
             timeline = _subset(timeline, keep)
             note = f" (representative {len(keep)} of {len(ranks)} simulated ranks)"
-        dirs = write_echo_dirs(timeline, opts.output, overwrite=opts.force)
+        check_output_dir("--output", opts.output)
+        with flag_errors("--output", opts.output):
+            dirs = write_echo_dirs(timeline, opts.output, overwrite=opts.force)
         data["output"] = [str(d) for d in dirs]
         text += f"\n\nwrote {len(dirs)} simulated rank trace(s) to {opts.output}{note}"
         if config.mode == "symmetric" and res.world_size > len(ranks):
@@ -122,21 +151,23 @@ COMMAND = Command(
     help="predict iteration time, throughput and memory at another scale / layout / cluster",
     description=DESCRIPTION,
     run=run,
+    param_flags={"memory_limit_bytes": "--memory-limit", "batch_traces": "--batch-trace"},
     args=(
-        arg("--dp", type=int, default=1, help="data-parallel degree (default 1)"),
-        arg("--tp", type=int, default=1, help="tensor-parallel degree (default 1)"),
-        arg("--pp", type=int, default=1, help="pipeline stages (default 1)"),
-        arg("--micro-batch", type=int, default=None,
+        arg("--dp", type=int_in(1, MAX_GPUS), default=1, help="data-parallel degree (default 1)"),
+        arg("--tp", type=int_in(1, MAX_GPUS), default=1,
+            help="tensor-parallel degree (default 1)"),
+        arg("--pp", type=int_in(1, MAX_GPUS), default=1, help="pipeline stages (default 1)"),
+        arg("--micro-batch", type=int_in(1, 2**20), default=None,
             help="samples per micro-batch (default: the traced one)"),
-        arg("--global-batch", type=int, default=None,
+        arg("--global-batch", type=int_in(1, 2**40), default=None,
             help="samples per iteration over all data-parallel ranks (default: dp x "
                  "micro-batch, x pp with pipelining)"),
         arg("--schedule", choices=["gpipe", "1f1b", "interleaved"], default="1f1b",
             help="pipeline schedule (default 1f1b)"),
-        arg("--virtual-stages", type=int, default=1,
+        arg("--virtual-stages", type=int_in(1, 1024), default=1,
             help="model chunks per pipeline rank for --schedule interleaved (default 1)"),
-        arg("--nodes", type=int, default=None, help="nodes (default: enough for dp x tp x pp)"),
-        arg("--gpus-per-node", type=int, default=None,
+        arg("--nodes", type=int_in(1, MAX_GPUS), default=None, help="nodes (default: enough for dp x tp x pp)"),
+        arg("--gpus-per-node", type=int_in(1, 1024), default=None,
             help="GPUs per node (default: the cluster preset's, at most dp x tp x pp)"),
         arg("--cluster", default="dgx-h100",
             help="cluster preset: dgx-a100, dgx-h100, dgx-h200, dgx2-v100, cpu-gloo "
@@ -149,7 +180,7 @@ COMMAND = Command(
         arg("--memory-limit", metavar="SIZE", default=None,
             help="device memory limit, e.g. 80GB (10^9) or 80GiB (2^30) "
                  "(default: the GPU's memory)"),
-        arg("--compute-factor", type=float, default=None,
+        arg("--compute-factor", type=float_in(0.0, 1e6, lo_open=True), default=None,
             help="multiply every traced op time by this (your measured target/traced ratio) "
                  "instead of the roofline model"),
         arg("--data-parallel", choices=["ddp", "ps"], default="ddp",

@@ -36,7 +36,9 @@ class Result:
 class Command:
     """A CLI command.
 
-    ``paths``: how many trace paths it takes as positionals (0, 1, or 2 for compare).
+    ``paths``: how many trace paths it takes as positionals (0, 1, 2 for compare, -1: one or
+    more). ``param_flags``: library parameter names that differ from the flags' own names
+    (``memory_limit_bytes`` → ``--memory-limit``), so the CLI's messages name flags.
     ``run`` receives the parsed options (attributes named after the long flags, plus
     ``paths`` as a list of str) and returns a :class:`Result`.
     """
@@ -48,3 +50,4 @@ class Command:
     args: tuple[Arg, ...] = ()
     paths: int = 1
     epilog: str = ""
+    param_flags: dict[str, str] = field(default_factory=dict)

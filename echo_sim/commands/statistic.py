@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from echo_sim.analysis.statistic import SORT_KEYS, OpStat, Statistics, statistic
 from echo_sim.analysis.tables import fmt_pct, fmt_us, format_table, write_csv
+from echo_sim.commands.checks import int_in
+from echo_sim.commands.outputs import check_output, output_file
 from echo_sim.commands.spec import Command, Result, arg
+from echo_sim.errors import EchoError
+from echo_sim.render.plots import PLOT_TYPES
 
 __all__ = ["COMMAND", "render"]
 
@@ -60,23 +65,44 @@ def render(stats: Statistics, *, source: str = "", shown: int | None = None) -> 
     return "\n".join(parts)
 
 
+def default_xlsx(path: str) -> Path:
+    """Bare ``--xlsx`` (dPRO's switch): ``statistic.xlsx`` in the trace directory."""
+    p = Path(path)
+    return (p if p.is_dir() else p.parent) / "statistic.xlsx"
+
+
 def run(opts: Any) -> Result:
     from echo_sim.load import load_trace
 
+    xlsx = (default_xlsx(opts.paths[0]) if opts.xlsx is True else opts.xlsx) if opts.xlsx else None
+    for flag, out in (("--csv", opts.csv), ("--xlsx", xlsx), ("--plot", opts.plot)):
+        if out:
+            check_output(flag, out, force=opts.force)  # before the work
     trace = load_trace(opts.paths[0])
     stats = statistic(trace, sort=opts.sort)
     shown = None if opts.head == 0 else opts.head
+    if opts.plot and Path(opts.plot).suffix.lower() not in PLOT_TYPES:
+        raise EchoError(f"--plot {opts.plot}: unknown image type {Path(opts.plot).suffix!r}; "
+                        f"use {', '.join(PLOT_TYPES)}")
     notes: list[str] = []
+    rows = [[getattr(o, c) for c in CSV_COLUMNS] for o in stats.ops]
     if opts.csv:
-        p = write_csv(opts.csv, CSV_COLUMNS,
-                      [[getattr(o, c) for c in CSV_COLUMNS] for o in stats.ops])
-        notes.append(f"wrote {p}")
+        with output_file("--csv", opts.csv, force=opts.force) as tmp:
+            write_csv(tmp, CSV_COLUMNS, rows)
+        notes.append(f"wrote {opts.csv}")
+    if xlsx is not None:
+        from echo_sim.render.xlsx import write_tables_xlsx
+
+        with output_file("--xlsx", xlsx, force=opts.force) as tmp:
+            write_tables_xlsx(tmp, {"operators": (CSV_COLUMNS, rows)})
+        notes.append(f"wrote {xlsx}")
     if opts.plot:
         from echo_sim.analysis.collect import collect
         from echo_sim.render.plots import plot_step_breakdown, step_breakdown
 
-        p = plot_step_breakdown(step_breakdown(stats, collect(trace)), opts.plot)
-        notes.append(f"wrote {p}")
+        with output_file("--plot", opts.plot, force=opts.force) as tmp:
+            plot_step_breakdown(step_breakdown(stats, collect(trace)), tmp)
+        notes.append(f"wrote {opts.plot}")
     data = stats.to_dict()
     if shown is not None:
         data["ops"] = data["ops"][:shown]
@@ -91,14 +117,20 @@ COMMAND = Command(
     description=DESCRIPTION,
     run=run,
     args=(
-        arg("--sort", choices=SORT_KEYS, default="total",
-            help="operator table order (descending; name: alphabetical); default total"),
-        arg("--head", type=int, default=30, metavar="N",
+        arg("--sort", choices=SORT_KEYS, default="total", nargs="?", const="total",
+            help="operator table order (descending; name: alphabetical); default total "
+                 "(a bare --sort, dPRO's switch, is total)"),
+        arg("--head", type=int_in(0, 2**31), default=30, metavar="N",
             help="show the first N operators (0: all); default 30"),
         arg("--csv", metavar="FILE", help="also write the full operator table as CSV"),
+        arg("--xlsx", metavar="FILE", nargs="?", const=True, default=None,
+            help="also write the full operator table as an Excel workbook (bare --xlsx: "
+                 "statistic.xlsx in the trace directory, as dPRO did)"),
         arg("--plot", metavar="FILE.png",
             help="also draw the per-rank step-time breakdown (FW, BW, UPDATE, exposed "
                  "Comm, idle) as an image (.png, .svg, .pdf)"),
+        arg("--force", action="store_true",
+            help="replace output files (--csv, --xlsx, --plot) that exist"),
     ),
     epilog="example: python -m echo_sim statistic traces/ --sort mean --head 10 --csv ops.csv",
 )

@@ -6,6 +6,7 @@ from typing import Any
 
 from echo_sim.analysis.stragglers import StragglerReport, stragglers
 from echo_sim.analysis.tables import fmt_us, format_table
+from echo_sim.commands.checks import float_in, int_in
 from echo_sim.commands.spec import Command, Result, arg
 
 __all__ = ["COMMAND", "render"]
@@ -65,10 +66,10 @@ COMMAND = Command(
     description=DESCRIPTION,
     run=run,
     args=(
-        arg("--threshold-us", type=float, default=None, metavar="US",
+        arg("--threshold-us", type=float_in(0.0, 1e15), default=None, metavar="US",
             help="flag a (step, rank) late or slower than this many microseconds "
                  "(default: 5%% of the iteration time)"),
-        arg("--head", type=int, default=20, metavar="N",
+        arg("--head", type=int_in(0, 2**31), default=20, metavar="N",
             help="rows per table (0: all); default 20"),
     ),
     epilog="example: python -m echo_sim stragglers traces/ --threshold-us 500",

@@ -4,10 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from echo_sim.commands.checks import float_in, int_in
+from echo_sim.commands.outputs import check_output_dir, flag_errors
 from echo_sim.commands.spec import Command, Result, arg
 from echo_sim.cost.hardware import GPUS
 
-__all__ = ["COMMAND", "run"]
+__all__ = ["COMMAND", "MAX_LAYERS", "MAX_STEPS", "run"]
+
+# Bounds of the flags: events written = layers x ops per layer x steps.
+MAX_LAYERS = 4096
+MAX_STEPS = 100
 
 
 def run(opts: Any) -> Result:
@@ -17,7 +23,9 @@ def run(opts: Any) -> Result:
                      vocab=opts.vocab, micro_batch=opts.micro_batch, mlp_ratio=opts.mlp_ratio)
     cfg = SynthConfig(model=shape, gpu=opts.gpu, dtype=opts.dtype, efficiency=opts.efficiency,
                       steps=opts.steps)
-    rank_dir = write_synth(cfg, opts.output, overwrite=opts.force)
+    check_output_dir("--output", opts.output)
+    with flag_errors("--output", opts.output):
+        rank_dir = write_synth(cfg, opts.output, overwrite=opts.force)
     from echo_sim.load import load_trace
 
     trace = load_trace(rank_dir)
@@ -55,19 +63,21 @@ COMMAND = Command(
            "--heads 96 --seq 2048 --vocab 51200 --micro-batch 1 --gpu a100 -o gpt175b",
     args=(
         arg("--model", choices=["gpt"], default="gpt", help="model family (default gpt)"),
-        arg("--layers", type=int, required=True, help="transformer blocks"),
-        arg("--hidden", type=int, required=True, help="hidden size"),
-        arg("--heads", type=int, required=True, help="attention heads (must divide --hidden)"),
-        arg("--seq", type=int, required=True, help="sequence length (tokens)"),
-        arg("--vocab", type=int, required=True, help="vocabulary size"),
-        arg("--micro-batch", type=int, default=1, help="sequences per micro-batch (default 1)"),
-        arg("--mlp-ratio", type=int, default=4, help="MLP width / hidden (default 4)"),
+        arg("--layers", type=int_in(1, MAX_LAYERS), required=True, help="transformer blocks"),
+        arg("--hidden", type=int_in(1, 2**20), required=True, help="hidden size"),
+        arg("--heads", type=int_in(1, 2**16), required=True,
+            help="attention heads (must divide --hidden)"),
+        arg("--seq", type=int_in(1, 2**24), required=True, help="sequence length (tokens)"),
+        arg("--vocab", type=int_in(1, 2**24), required=True, help="vocabulary size"),
+        arg("--micro-batch", type=int_in(1, 2**20), default=1,
+            help="sequences per micro-batch (default 1)"),
+        arg("--mlp-ratio", type=int_in(1, 64), default=4, help="MLP width / hidden (default 4)"),
         arg("--gpu", default="a100", help=f"GPU preset: {', '.join(GPUS)} (default a100)"),
         arg("--dtype", choices=["fp32", "tf32", "bf16", "fp16"], default="bf16",
             help="parameter/activation dtype and peak rate used (default bf16)"),
-        arg("--efficiency", type=float, default=0.5,
+        arg("--efficiency", type=float_in(0.0, 1.0, lo_open=True), default=0.5,
             help="fraction of peak FLOP/s a matmul reaches (default 0.5)"),
-        arg("--steps", type=int, default=3, help="identical steps to write (default 3)"),
+        arg("--steps", type=int_in(1, MAX_STEPS), default=3, help="identical steps to write (default 3)"),
         arg("--output", "-o", required=True, help="directory to write (gets a 0_0/ rank dir)"),
         arg("--force", action="store_true", help="replace existing files in --output"),
     ),

@@ -14,7 +14,9 @@ from echo_sim.analysis.collect import Collected
 from echo_sim.analysis.statistic import Statistics
 from echo_sim.errors import EchoError
 
-__all__ = ["BREAKDOWN_PARTS", "plot_step_breakdown", "step_breakdown"]
+__all__ = ["BREAKDOWN_PARTS", "PLOT_TYPES", "plot_step_breakdown", "step_breakdown"]
+
+PLOT_TYPES: tuple[str, ...] = (".png", ".svg", ".pdf")
 
 BREAKDOWN_PARTS: tuple[str, ...] = ("FW", "BW", "UPDATE", "Comm (exposed)", "idle")
 _COLORS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#bbbbbb")
@@ -43,8 +45,8 @@ def plot_step_breakdown(breakdown: dict[int, dict[str, float]], path: str | Path
     from matplotlib.figure import Figure
 
     p = Path(path)
-    if p.suffix.lower() not in (".png", ".svg", ".pdf"):
-        raise EchoError(f"--plot {p}: unknown image type {p.suffix!r}; use .png, .svg or .pdf")
+    if p.suffix.lower() not in PLOT_TYPES:
+        raise EchoError(f"path {p}: unknown image type {p.suffix!r}; use .png, .svg or .pdf")
     ranks: Sequence[int] = sorted(breakdown)
     fig = Figure(figsize=(max(4.0, 0.5 * len(ranks) + 2.5), 4.0), layout="constrained")
     FigureCanvasAgg(fig)
@@ -60,9 +62,5 @@ def plot_step_breakdown(breakdown: dict[int, dict[str, float]], path: str | Path
     ax.set_ylabel("mean time per step (ms)")
     ax.set_title(title)
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
-    p.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        fig.savefig(p, dpi=120)
-    except OSError as e:
-        raise EchoError(f"cannot write plot {p}: {e.strerror}") from e
+    fig.savefig(p, dpi=120)  # OSError: the caller's atomic writer reports it
     return p

@@ -15,10 +15,10 @@ start and duration), so slices nested in memory stay nested in the file.
 
 from __future__ import annotations
 
+import enum
 import gzip as gzip_mod
 import heapq
 import json
-import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -27,16 +27,31 @@ import networkx as nx
 import numpy as np
 import orjson
 
-from echo_sim.errors import EchoError
 from echo_sim.trace.model import CAT_NAMES, COLLECTIVES, Cat, RankInfo, Trace
+from echo_sim.trace.outfiles import (
+    OutputError,
+    OutputProblem,
+    atomic_write,
+    check_output_path,
+    os_reason,
+)
 
-__all__ = ["chrome_events", "step_dags", "write_chrome", "write_echo_dirs"]
+__all__ = ["RUN_PID_STRIDE", "Track", "chrome_events", "make_dir", "side_by_side", "step_dags",
+           "write_chrome", "write_echo_dirs"]
 
 FORMAT = "echo-trace/1"
-TID_COMPUTE = 0
-TID_STEPS = 1
-TID_COMM = 100
-TID_SPILL = 10  # compute slices that partially overlap an earlier one (never in echo_trace)
+
+
+class Track(enum.IntEnum):
+    """Thread ids (``tid``) of the trace contract; lanes count up from COMM and SPILL."""
+
+    COMPUTE = 0
+    STEPS = 1
+    SPILL = 10  # compute slices that partially overlap an earlier one (never in echo_trace)
+    COMM = 100  # communication lane k is COMM + k
+
+
+TID_COMPUTE, TID_STEPS, TID_SPILL, TID_COMM = (int(t) for t in Track)
 
 _CAT_LABEL = {int(c): CAT_NAMES[int(c)] for c in Cat}
 _CAT_LABEL[int(Cat.STEP)] = "step"
@@ -238,36 +253,65 @@ def _metadata(trace: Trace, used: dict[int, set[int]]) -> list[dict]:
     return out
 
 
+def side_by_side(runs: list[tuple[str, list[dict]]]) -> list[dict]:
+    """Several runs' events in one trace: run ``i``'s rank ``r`` becomes process
+    ``i * RUN_PID_STRIDE + r`` named ``"<label>: rank r (host)"``, runs stacked in order.
+
+    ``runs``: (label, events from :func:`chrome_events`) per run. One run is returned as is.
+    """
+    if len(runs) == 1:
+        return runs[0][1]
+    out: list[dict] = []
+    for i, (label, events) in enumerate(runs):
+        base = i * RUN_PID_STRIDE
+        for e in events:
+            e = dict(e, pid=base + int(e["pid"]))
+            if e.get("ph") == "M" and e["name"] == "process_name":
+                e["args"] = {"name": f"{label}: {e['args']['name']}"}
+            elif e.get("ph") == "M" and e["name"] == "process_sort_index":
+                e["args"] = {"sort_index": e["pid"]}
+            out.append(e)
+    return out
+
+
+RUN_PID_STRIDE = 1_000_000
+"""Process-id offset between runs in :func:`side_by_side` (larger than any world size)."""
+
+
 # ---------------------------------------------------------------------------- files
 def _atomic_write(path: Path, data: bytes, *, overwrite: bool) -> Path:
-    if path.exists() and not overwrite:
-        raise EchoError(f"{path} exists; pass --force (overwrite=True) to replace it")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
-    try:
-        with open(tmp, "wb") as f:
-            f.write(gzip_mod.compress(data, compresslevel=6) if path.name.endswith(".gz")
-                    else data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    return path
+    """``data`` (gzipped when the name ends ``.gz``) written by :func:`atomic_write`."""
+    if path.name.endswith(".gz"):
+        data = gzip_mod.compress(data, compresslevel=6)
+    return atomic_write(path, data, overwrite=overwrite, mkdir=True)
 
 
 def _dumps(obj: Any) -> bytes:
-    return orjson.dumps(obj, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS,
-                        default=str)
+    opts = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
+    try:
+        return orjson.dumps(obj, option=opts, default=str)
+    except TypeError:  # a non-UTF-8 file name (surrogate escapes) somewhere in the object
+        return orjson.dumps(_utf8(obj), option=opts, default=str)
+
+
+def _utf8(obj: Any) -> Any:
+    """``obj`` with every str made valid UTF-8: undecodable bytes of file names become U+FFFD."""
+    if isinstance(obj, str):
+        return obj.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    if isinstance(obj, dict):
+        return {_utf8(k): _utf8(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_utf8(v) for v in obj]
+    return obj
 
 
 def write_chrome(path: str | Path, events: list[dict], *, other_data: dict | None = None,
                  overwrite: bool = False) -> Path:
     """Write ``{"traceEvents": events, "displayTimeUnit": "ms", "otherData": ...}``.
 
-    Gzipped when ``path`` ends ``.gz``; atomic (``*.tmp`` then ``os.replace``). Raises
-    :class:`EchoError` when ``path`` exists and ``overwrite`` is false.
+    Gzipped when ``path`` ends ``.gz``; atomic and link-safe (:mod:`echo_sim.trace.outfiles`).
+    Raises :class:`~echo_sim.trace.outfiles.OutputError` when ``path`` exists and
+    ``overwrite`` is false, or is not a regular file, or cannot be written.
     """
     doc = {"traceEvents": events, "displayTimeUnit": "ms", "otherData": other_data or {}}
     return _atomic_write(Path(path), _dumps(doc), overwrite=overwrite)
@@ -348,19 +392,16 @@ def write_echo_dirs(trace: Trace, out_dir: str | Path, *, overwrite: bool = Fals
 
     Each holds ``trace.json`` (``.gz`` with ``gzip``), ``meta.json`` and ``dag.gml`` (the
     loader's graph from ``trace.dags``, else rebuilt by :func:`step_dags` for the rank's last
-    captured step). Raises :class:`EchoError` before writing anything if a file exists and
-    ``overwrite`` is false.
+    captured step). Raises :class:`~echo_sim.trace.outfiles.OutputError` before writing
+    anything if a file exists and ``overwrite`` is false (or is not a regular file).
     """
     out = Path(out_dir)
     ranks = sorted(set(np.unique(trace.events.rank).tolist()) | set(trace.ranks))
     dirs = _rank_dirs(trace, ranks)
     trace_file = "trace.json.gz" if gzip else "trace.json"
-    if not overwrite:
-        for name in dirs.values():
-            for f in (trace_file, "meta.json", "dag.gml"):
-                if (out / name / f).exists():
-                    raise EchoError(f"{out / name / f} exists; pass --force (overwrite=True) "
-                                    "to replace it")
+    for name in dirs.values():  # refuse before writing anything
+        for f in (trace_file, "meta.json", "dag.gml"):
+            check_output_path(out / name / f, overwrite=overwrite)
     world_size = max(trace.world_size, len(ranks))
     dags = _rebuilt_dags(trace, [r for r in ranks if r not in trace.dags])
     counters: dict[int, list[dict]] = {}
@@ -369,6 +410,7 @@ def write_echo_dirs(trace: Trace, out_dir: str | Path, *, overwrite: bool = Fals
     written: list[Path] = []
     for rank in ranks:
         d = out / dirs[rank]
+        make_dir(d)
         info = trace.ranks.get(rank, RankInfo(rank=rank, world_size=world_size))
         rows = trace.rank_rows(rank)
         events = chrome_events(trace, rows=rows)
@@ -384,6 +426,14 @@ def write_echo_dirs(trace: Trace, out_dir: str | Path, *, overwrite: bool = Fals
         _atomic_write(d / "dag.gml", text.encode(), overwrite=True)
         written.append(d)
     return written
+
+
+def make_dir(d: Path) -> None:
+    """Make the rank directory ``d`` (and its parents); an OSError becomes OutputError."""
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise OutputError(d, os_reason(e), OutputProblem.OS) from e
 
 
 def _rebuilt_dags(trace: Trace, ranks: list[int]) -> dict[int, nx.DiGraph]:
