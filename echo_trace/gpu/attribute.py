@@ -194,9 +194,12 @@ def attribute(marks: Sequence[Mark], ops: Iterable[CpuOp], launches: Iterable[La
     step_starts = [m.ts_us for m in steps]
     op_list = list(ops)
     bw_ix = _by_tid(op_list, lambda o: o.fwd_tid != 0)
-    fw_of_seq: dict[int, int] = {}  # seq -> FW mark index around the forward op (-1: none)
+    # seq -> FW mark index around the forward op that made the node (-1: none). Every op
+    # records the thread's next sequence number; the one that creates the node is the
+    # last to record it (later ops see seq + 1), so the latest forward op wins.
+    fw_of_seq: dict[int, int] = {}
     for o in sorted(op_list, key=lambda o: o.ts_us):
-        if o.fwd_tid == 0 and o.seq >= 0 and o.seq not in fw_of_seq:
+        if o.fwd_tid == 0 and o.seq >= 0:
             fw_of_seq[o.seq] = _lookup(fw_ix, o.tid, o.ts_us)
     launch_of = {la.correlation: la for la in launches}
     acts = list(activities)
