@@ -30,7 +30,7 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
 
-from echo_trace.clock import ClockMap, CpuTimer, CudaTimer, sync_clock
+from echo_trace.clock import ClockMap, CpuTimer, sync_clock
 from echo_trace.config import DEFAULT_MAX_EVENTS, CaptureConfig
 from echo_trace.memory import DEFAULT_INTERVAL_MS
 from echo_trace.ranks import RankInfo, detect_ranks
@@ -246,7 +246,9 @@ class Capture:
         with rec.guard("opening the capture window"):
             if torch.cuda.is_available() and torch.cuda.is_initialized():
                 self._cuda_index = torch.cuda.current_device()
-                self._timer = CudaTimer(rec)
+                from echo_trace.gpu.backend import make_timer
+
+                self._timer = make_timer(rec)  # Kineto; CudaTimer if a profiler runs
                 self._device = "cuda"
                 self._device_name = torch.cuda.get_device_name(self._cuda_index)
             else:
@@ -344,6 +346,9 @@ class Capture:
         """Remove window-only hooks and stop the sampler (safe outside module hooks)."""
         self.rec.recording = False
         self._window = False
+        if hasattr(self._timer, "close"):  # Kineto: GPU events made from the activity
+            with self.rec.guard("GPU timing"):
+                self._timer.close()
         for part, name in ((self._modules, "module hooks"), (self._comm, "comm hooks")):
             if part is not None:
                 try:

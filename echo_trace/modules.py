@@ -286,6 +286,9 @@ class ModuleTracer:
         self._last_out: weakref.ref[torch.Tensor] | None = None
         self._last_node = 0
         self.micro_batch_size: int | None = None
+        # the GPU (Kineto) timer attributes kernels to the innermost module: it needs the
+        # CPU ranges of containers too
+        self._mark_containers = bool(getattr(timer, "marks_containers", False))
         if root is not None:
             self._add_root(root, primary=True)
 
@@ -409,6 +412,8 @@ class ModuleTracer:
                 self._note_batch(mod, args)
             if not info.traced:  # a container: only remembered for _post and paths
                 stack.append(info)
+                if self._mark_containers:
+                    self.timer.open_range(info.fw_name)
                 return
             grads: list[torch.Tensor]
             first: torch.Tensor | None
@@ -473,6 +478,8 @@ class ModuleTracer:
                     return
                 info = found
             if top.__class__ is not _Call:
+                if self._mark_containers:
+                    self.timer.close_range()
                 return  # not traced
             t1 = self.timer.now()
             call: _Call = top  # type: ignore[assignment]

@@ -1,0 +1,244 @@
+"""GPU timing from CUPTI activity records through PyTorch's Kineto profiler backend.
+
+On CUDA, :func:`make_timer` returns a :class:`KinetoTimer`: the profiler machinery under
+``torch.profiler`` (``_prepare_profiler`` / ``_enable_profiler`` with CPU and CUDA
+activities, no ``record_function``) runs for the capture window. echo's own hooks only mark
+CPU ranges: module forwards (containers too, so ranges nest), ``UPDATE.<optimizer>``, and
+the recorder's ``Comm`` events. When the window closes, :meth:`KinetoTimer.close` stops the
+profiler and :func:`~echo_trace.gpu.attribute.attribute` turns every kernel, memcpy and
+memset into the contract's ``FW``/``BW``/``UPDATE``/``Comm`` events on the GPU clock;
+the CPU-clock ``Comm`` events of the window are replaced by their GPU-clock versions.
+
+Clocks: Kineto times are Unix ns (its approximate clock converted with CLOCK_REALTIME);
+echo's marks are ``perf_counter``. A (perf, Unix) pair taken when the profiler starts maps
+one onto the other (error: a few µs at most, far below a module's CPU range).
+Thread ids: a CPU op's ``device_resource_id()`` is its OS thread id, the same number as
+``threading.get_native_id()`` of the thread that ran echo's hook.
+
+Falls back to :class:`~echo_trace.clock.CudaTimer` with one warning when a profiler is
+already running in the process (the user's ``torch.profiler``): only one can be active.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any
+
+from echo_trace.gpu.attribute import Activity, CpuOp, GpuEvent, Launch, Mark, attribute
+from echo_trace.recorder import COMM_TID_BASE, COMPUTE_TID, Recorder
+
+__all__ = ["KinetoTimer", "inputs_from_events", "make_timer", "profiler_busy"]
+
+log = logging.getLogger("echo_trace")
+
+_EVAL = "autograd::engine::evaluate_function"
+_COMM_OP = "record_param_comms"
+
+
+def profiler_busy() -> bool:
+    """True while a profiler (``torch.profiler`` / ``autograd.profiler``) is running."""
+    import torch
+
+    return bool(torch._C._autograd._profiler_enabled())
+
+
+def make_timer(rec: Recorder, *, root: str = "model") -> Any:
+    """The GPU timer of a CUDA run: Kineto when it can run, else the CUDA-event timer."""
+    import torch
+
+    from echo_trace.clock import CudaTimer
+
+    if profiler_busy():  # the user's torch.profiler is on
+        log.warning("echo_trace: torch.profiler is already running; GPU times come from "
+                    "CUDA events (FW/BW per module, less precise) instead of Kineto")
+        return CudaTimer(rec)
+    if not torch.autograd.kineto_available():
+        log.warning("echo_trace: this torch has no Kineto; GPU times come from CUDA events")
+        return CudaTimer(rec)
+    return KinetoTimer(rec, root=root)
+
+
+class KinetoTimer:
+    """Marks CPU ranges during the window; GPU events are made at :meth:`close`."""
+
+    timer_name = "kineto"
+    #: ModuleTracer also marks container modules (for the innermost-module rule)
+    marks_containers = True
+
+    def __init__(self, rec: Recorder, *, root: str = "model", cuda: bool = True) -> None:
+        """``root``: the remainder's module name when no module range was seen (the
+        outermost module's otherwise); ``cuda=False`` profiles CPU ops only (tests)."""
+        import torch
+        from torch._C._profiler import (
+            ProfilerActivity,
+            ProfilerConfig,
+            ProfilerState,
+            _ExperimentalConfig,
+        )
+
+        self.rec = rec
+        self.root = root
+        self.now = Recorder.now_us
+        self.marks: list[tuple[str, str, float, float, int, dict[str, Any]]] = []
+        self._open: dict[int, list[tuple[str, float, dict[str, Any]]]] = {}
+        acts = {ProfilerActivity.CPU} | ({ProfilerActivity.CUDA} if cuda else set())
+        cfg = ProfilerConfig(ProfilerState.KINETO, False, False, False, False, False,
+                             _ExperimentalConfig())
+        torch._C._autograd._prepare_profiler(cfg, acts)
+        torch._C._autograd._enable_profiler(cfg, acts)
+        p0 = time.perf_counter_ns()
+        u = time.time_ns()
+        p1 = time.perf_counter_ns()
+        #: Unix ns minus perf-counter ns while the profiler runs
+        self.unix_minus_perf_ns = u - (p0 + p1) // 2
+        self.running = True
+        self.last: Any = None  # the last Attribution (for tests and the report)
+
+    # ------------------------------------------------------------ hooks (hot path)
+    def emit(self, name: str, cat: str, start: float, end: float,
+             args: dict[str, Any] | None, tid: int = COMPUTE_TID,
+             extra: dict[str, Any] | None = None) -> None:
+        """A CPU range from echo's hooks (``BW`` ranges are dropped: backward GPU time
+        is found through autograd sequence numbers instead)."""
+        if cat == "BW":
+            return
+        a = dict(args) if args else {}
+        if extra:
+            a.update(extra)
+        a["step"] = self.rec.step
+        self.marks.append((name, cat, start, end, threading.get_native_id(), a))
+
+    def open_range(self, name: str) -> None:
+        """A container module's forward starts (closed by :meth:`close_range`)."""
+        self._open.setdefault(threading.get_native_id(), []).append((name, self.now(), {}))
+
+    def close_range(self) -> None:
+        stack = self._open.get(threading.get_native_id())
+        if stack:
+            name, t0, a = stack.pop()
+            a["step"] = self.rec.step
+            self.marks.append((name, "FW", t0, self.now(), threading.get_native_id(), a))
+
+    def point_us(self, point: float) -> float:
+        return float(point)
+
+    def flush(self) -> None:
+        """Step end: nothing to resolve until the window closes."""
+
+    def anchor(self) -> None:
+        """Nothing to anchor: Kineto and perf_counter are paired at start."""
+
+    # ------------------------------------------------------------ window end
+    def close(self) -> None:
+        """Stop the profiler, attribute the window's GPU activity, record the events."""
+        if not self.running:
+            return
+        import torch
+
+        self.running = False
+        result = torch._C._autograd._disable_profiler()
+        c10d, ops, launches, acts = inputs_from_events(result.events(),
+                                                       self.unix_minus_perf_ns)
+        marks = self._marks()
+        comm_rows = self._comm_marks(marks, c10d)
+        firsts = sorted((m.ts_us, -m.end_us, m.name) for m in marks if m.cat == "FW")
+        root = firsts[0][2].removeprefix("FW.") if firsts else self.root
+        out = attribute(marks, ops, launches, acts, root=root)
+        self.last = out
+        self._record(out.events, comm_rows)
+
+    def _marks(self) -> list[Mark]:
+        out = []
+        for name, cat, t0, t1, tid, a in self.marks:
+            out.append(Mark(name, cat, t0, t1, tid, a))
+        for e in self.rec.events:  # STEP slices: which step a launch belongs to
+            if e[0] == "X" and e[2] == "step":
+                out.append(Mark("STEP", "STEP", e[4], e[4] + e[5], -1, {"step": e[6]}))
+        return out
+
+    def _comm_marks(self, marks: list[Mark], c10d: list[tuple[float, float, int]]) -> list[int]:
+        """Comm marks: each recorded Comm event of the window gets the CPU range of the
+        next c10d op (``record_param_comms``) issued after it began, on that op's thread;
+        returns the recorder rows they replace."""
+        comm_ops = sorted(c10d)
+        rows = [i for i, e in enumerate(self.rec.events) if e[0] == "X" and e[2] == "Comm"]
+        rows.sort(key=lambda i: self.rec.events[i][4])
+        j = 0
+        for i in rows:
+            _, name, _, _, ts, dur, step, occ, args, _ = self.rec.events[i]
+            while j < len(comm_ops) and comm_ops[j][0] < ts - 1.0:
+                j += 1
+            a = dict(args or {})
+            a.update(step=step, occ=occ)
+            if j < len(comm_ops):
+                t0, t1, tid = comm_ops[j]
+                j += 1
+                marks.append(Mark(name, "Comm", t0, t1, tid, a))
+            else:  # no c10d op seen: placed where the compute queued before it is done
+                marks.append(Mark(name, "Comm", ts, ts, -1, a))
+        return rows
+
+    def _record(self, events: list[GpuEvent], comm_rows: list[int]) -> None:
+        rec = self.rec
+        drop = set(comm_rows)
+        if drop:
+            rec.events[:] = [e for i, e in enumerate(rec.events) if i not in drop]
+        lanes: list[float] = []  # end of the last Comm on each lane
+        for ev in sorted(events, key=lambda e: (e.ts_us, -e.end_us)):
+            args = {k: v for k, v in ev.args.items() if k not in ("step", "occ")}
+            args.update(busy_us=round(ev.busy_us, 3), kernels=ev.kernels, stream=ev.stream)
+            if ev.cat == "Comm":
+                lane = next((k for k, end in enumerate(lanes) if end <= ev.ts_us), len(lanes))
+                if lane == len(lanes):
+                    lanes.append(ev.end_us)
+                else:
+                    lanes[lane] = ev.end_us
+                rec.complete(ev.name, "Comm", ev.ts_us, ev.dur_us, args,
+                             tid=COMM_TID_BASE + lane, step=ev.step, occ=ev.args.get("occ"))
+            else:
+                rec.complete(ev.name, ev.cat, ev.ts_us, ev.dur_us, args, tid=COMPUTE_TID,
+                             step=ev.step)
+
+
+def inputs_from_events(events: Any, unix_minus_perf_ns: int,
+                       ) -> tuple[list[tuple[float, float, int]], list[CpuOp], list[Launch],
+                                  list[Activity]]:
+    """Attribution inputs from ``_ProfilerResult.events()`` (times → local perf µs).
+
+    CPU ops (``linked_correlation_id() == 0``) give launches (their own correlation id, start,
+    OS thread), and :class:`CpuOp` when they carry a sequence number or run a backward node;
+    device events give activities, linked to the CPU op by ``linked_correlation_id()``.
+    c10d ops (``record_param_comms``) come first, as (start, end, thread) CPU ranges.
+    """
+    from torch._C._autograd import DeviceType
+
+    off = unix_minus_perf_ns
+    c10d: list[tuple[float, float, int]] = []
+    ops: list[CpuOp] = []
+    launches: list[Launch] = []
+    acts: list[Activity] = []
+    for e in events:
+        t0 = (e.start_ns() - off) / 1000.0
+        if e.device_type() == DeviceType.CPU:
+            if e.linked_correlation_id() > 0:
+                continue  # a CUDA runtime call: its op is the launch we keep
+            t1 = (e.end_ns() - off) / 1000.0
+            tid = int(e.device_resource_id())
+            name = e.name()
+            launches.append(Launch(int(e.correlation_id()), t0, tid))
+            seq = int(e.sequence_nr())
+            if seq >= 0:
+                ops.append(CpuOp(t0, t1, tid, seq, int(e.fwd_thread_id())))
+            elif name.startswith(_EVAL):
+                ops.append(CpuOp(t0, t1, tid, -1, -1))
+            if name == _COMM_OP:
+                c10d.append((t0, t1, tid))
+        else:
+            name = e.name()
+            kind = ("memcpy" if name.startswith("Memcpy") else
+                    "memset" if name.startswith("Memset") else "kernel")
+            acts.append(Activity(name, kind, int(e.device_resource_id()), t0,
+                                 e.duration_ns() / 1000.0, int(e.linked_correlation_id())))
+    return c10d, ops, launches, acts

@@ -1,0 +1,133 @@
+"""The Kineto timing backend's plumbing, exercised on CPU ops (no GPU needed), and the
+CUDA path itself (marked ``gpu``).
+
+On CPU the profiler records no kernels, so each profiled CPU op stands in for one GPU
+activity launched by itself: the real thread ids, clock mapping, module ranges and
+autograd sequence numbers then go through the same attribution as kernels do.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from echo_trace.gpu.attribute import Activity, attribute
+from echo_trace.gpu.backend import KinetoTimer, inputs_from_events, profiler_busy
+from echo_trace.modules import ModuleTracer
+from echo_trace.recorder import STEP_TID, Recorder
+
+
+class Block(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(16, 32)
+        self.fc2 = nn.Linear(32, 16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = torch.tanh(self.fc1(x))  # functional op in the parent
+        return x + self.fc2(h) * 0.5
+
+
+class Net(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = nn.Linear(8, 16)
+        self.block = Block()
+        self.head = nn.Linear(16, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.block(self.emb(x)))
+
+
+def _profile_step(model: nn.Module) -> tuple[KinetoTimer, Recorder, object]:
+    rec = Recorder()
+    rec.new_step(3)
+    rec.recording = True
+    timer = KinetoTimer(rec, cuda=False)
+    tracer = ModuleTracer(rec, timer, root=model)
+    tracer.install()
+    try:
+        t0 = rec.now_us()
+        x = torch.randn(4, 8)
+        loss = model(x).square().mean()  # the loss: outside every module
+        loss.backward()
+        rec.complete("STEP", "step", t0, rec.now_us() - t0, tid=STEP_TID)
+    finally:
+        tracer.remove()
+        timer.running = False
+        result = torch._C._autograd._disable_profiler()
+    return timer, rec, result
+
+
+def test_cpu_ops_stand_in_for_kernels() -> None:
+    torch.manual_seed(0)
+    timer, rec, result = _profile_step(Net())
+    c10d, ops, launches, _ = inputs_from_events(result.events(), timer.unix_minus_perf_ns)
+    assert c10d == [] and ops and launches
+    marks = timer._marks()
+    names = {m.name for m in marks}
+    # leaves via emit, containers via open/close_range, the STEP from the recorder
+    assert {"FW.emb", "FW.block", "FW.block.fc1", "FW.head", "FW.Net", "STEP"} <= names
+    acts = [Activity("op", "kernel", 0, la.ts_us, 1.0, la.correlation) for la in launches]
+    out = attribute(marks, ops, launches, acts, root="Net")
+    got = {e.name for e in out.events}
+    # forward ops in the module that ran them (tanh/add/mul in the parent block)
+    assert {"FW.emb", "FW.block.fc1", "FW.block.fc2", "FW.block", "FW.head"} <= got
+    # backward ops to their forward module through autograd sequence numbers
+    assert {"BW.emb", "BW.block.fc1", "BW.block.fc2", "BW.block", "BW.head"} <= got
+    assert "BW.Net" in got  # square/mean of the loss
+    assert out.by_rule.get("backward", 0) > 0 and out.attributed_fraction == 1.0
+    # the mark clock and the profiler clock agree: every op of a Linear's forward lies
+    # inside that Linear's range on the same thread
+    fc1 = next(m for m in marks if m.name == "FW.block.fc1")
+    inside = [o for o in ops if o.tid == fc1.tid and fc1.ts_us <= o.ts_us <= fc1.end_us]
+    assert inside and all(o.end_us <= fc1.end_us + 1.0 for o in inside)
+
+
+def test_close_records_nothing_without_gpu_activity() -> None:
+    rec = Recorder()
+    rec.new_step(0)
+    timer = KinetoTimer(rec, cuda=False)
+    timer.close()
+    assert not timer.running and timer.last is not None and timer.last.events == []
+    assert rec.events == []
+    timer.close()  # idempotent
+
+
+def test_profiler_busy_sees_the_users_profiler() -> None:
+    assert not profiler_busy()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]):
+        assert profiler_busy()
+    assert not profiler_busy()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_capture_attributes_kernels(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A real CUDA run through echo_trace.capture: Kineto timer, >= 98 % attributed,
+    every leaf has FW and BW events on the GPU clock."""
+    import json
+
+    import echo_trace
+
+    torch.manual_seed(0)
+    model = Net().cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with echo_trace.capture(out_dir=tmp_path, start_step=1, end_step=3, model=model) as cap:
+        for _ in range(4):
+            loss = model(torch.randn(64, 8, device="cuda")).square().mean()
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+    timer = cap._timer
+    assert isinstance(timer, KinetoTimer) and timer.last is not None
+    assert timer.last.attributed_fraction >= 0.98
+    d = next(tmp_path.iterdir())
+    meta = json.loads((d / "meta.json").read_text())
+    assert meta["timer"] == "kineto"
+    tr = json.loads((d / "trace.json").read_text())
+    names = {e["name"] for e in tr["traceEvents"] if e.get("ph") == "X"}
+    for leaf in ("emb", "block.fc1", "block.fc2", "head"):
+        assert f"FW.{leaf}" in names and f"BW.{leaf}" in names
+    assert "UPDATE.SGD" in names
