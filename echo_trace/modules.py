@@ -22,6 +22,7 @@ with a weak reference, so a reused id is recognised).
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import weakref
@@ -34,6 +35,8 @@ from torch import nn
 from echo_trace.recorder import Recorder
 
 __all__ = ["ModuleTracer", "forward_flops"]
+
+log = logging.getLogger("echo_trace")
 
 _WRAPPER_TYPES = frozenset({
     "DistributedDataParallel", "DataParallel", "FullyShardedDataParallel", "CheckpointWrapper",
@@ -286,6 +289,9 @@ class ModuleTracer:
         self._last_out: weakref.ref[torch.Tensor] | None = None
         self._last_node = 0
         self.micro_batch_size: int | None = None
+        self.tokens: int | None = None  # micro-batch × sequence when the input is token ids
+        self._warned_no_grad = False
+        self._warned_compiled = False
         # the GPU (Kineto) timer attributes kernels to the innermost module: it needs the
         # CPU ranges of containers too
         self._mark_containers = bool(getattr(timer, "marks_containers", False))
@@ -353,6 +359,12 @@ class ModuleTracer:
         for name, mod in root.named_modules():
             if self._info(mod) is not None:
                 continue
+            if type(mod).__name__ == "OptimizedModule" and not self._warned_compiled:
+                self._warned_compiled = True
+                log.warning("echo_trace: the model is torch.compile'd; modules inside the "
+                            "compiled graph run no hooks, so their time shows under the "
+                            "module that calls the graph (FW.%s), not per module",
+                            prefix or type(getattr(mod, "_orig_mod", mod)).__name__)
             path = _strip(name, wrapper)
             inside_opaque = any(name.startswith(o + ".") for o in opaque)
             if isinstance(mod, _OPAQUE_TYPES):
@@ -373,12 +385,27 @@ class ModuleTracer:
                 self.on_module(mod)
 
     def _note_batch(self, mod: nn.Module, args: Any) -> None:
-        """micro_batch_size: dim 0 of the primary root's first tensor input."""
+        """micro_batch_size: dim 0 of the primary root's first tensor input; ``tokens``:
+        its element count when it is a 2-d integer tensor (token ids, batch × seq)."""
         if self._primary is None or self._primary() is not mod:
             return
         _, first = _scan(args, [])
         if first is not None and first.dim() > 0:
             self.micro_batch_size = int(first.shape[0])
+            if first.dim() == 2 and not first.is_floating_point() and not first.is_complex() \
+                    and first.dtype != torch.bool:
+                self.tokens = int(first.numel())
+
+    def _note_root_call(self, mod: nn.Module) -> None:
+        """Warn once when a forward without autograd (``no_grad`` / ``eval()``) runs inside
+        the window: it has FW events and no BW, and is counted in the step's time."""
+        if self._warned_no_grad or (torch.is_grad_enabled() and mod.training):
+            return
+        self._warned_no_grad = True
+        why = "torch.no_grad()" if not torch.is_grad_enabled() else "eval() mode"
+        log.warning("echo_trace: a forward of %s under %s ran inside the capture window "
+                    "(evaluation?); its FW events have no backward and its time counts in "
+                    "the step", type(mod).__name__, why)
 
     def _discover(self, mod: nn.Module, args: Any) -> _Info:
         if not self._stack:
@@ -408,8 +435,10 @@ class ModuleTracer:
             if info is None or info.ref() is not mod:
                 info = self._discover(mod, args)
             stack = self._stack
-            if not stack and self.micro_batch_size is None:
-                self._note_batch(mod, args)
+            if not stack:
+                if self.micro_batch_size is None:
+                    self._note_batch(mod, args)
+                self._note_root_call(mod)
             if not info.traced:  # a container: only remembered for _post and paths
                 stack.append(info)
                 if self._mark_containers:
