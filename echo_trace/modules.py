@@ -12,6 +12,11 @@ still open when another compute event starts is closed at that moment: BW slices
 sequential on the compute track even when an input's gradient is summed over branches
 (q/k/v projections of one input).
 
+With the Kineto GPU timer (:mod:`echo_trace.gpu.backend`) the hooks only mark CPU ranges:
+container modules get a range too (so GPU work a parent runs between its children is
+attributed to it) and no backward hook is installed (backward GPU work is attributed
+through autograd sequence numbers), which also takes their cost off the step.
+
 Traced modules: leaf modules (no children) by default; with ``depth=d`` the modules ``d``
 levels below the outermost module plus the leaves above that level (a partition of the
 tree, so FW slices do not nest). Module paths come from ``named_modules()`` of the
@@ -23,7 +28,6 @@ with a weak reference, so a reused id is recognised).
 from __future__ import annotations
 
 import logging
-import math
 import threading
 import weakref
 from collections.abc import Callable
@@ -32,9 +36,10 @@ from typing import Any
 import torch
 from torch import nn
 
+from echo_trace.flops import LINEAR, flops_kind, forward_flops
 from echo_trace.recorder import Recorder
 
-__all__ = ["ModuleTracer", "forward_flops"]
+__all__ = ["ModuleTracer", "forward_flops"]  # forward_flops: re-exported from flops
 
 log = logging.getLogger("echo_trace")
 
@@ -45,44 +50,6 @@ _WRAPPER_TYPES = frozenset({
 # modules whose forward does not call their children: traced as leaves
 _OPAQUE_TYPES: tuple[type[nn.Module], ...] = (nn.MultiheadAttention,)
 _WRAPPER_PARTS = frozenset({"_fsdp_wrapped_module", "_checkpoint_wrapped_module", "_orig_mod"})
-
-# flops kinds
-_NONE, _LINEAR, _CONV, _CONVT, _ZERO = 0, 1, 2, 3, 4
-
-
-def _flops_kind(mod: nn.Module) -> tuple[int, int]:
-    """(kind, constant) for :func:`forward_flops`."""
-    if isinstance(mod, nn.Linear):
-        return _LINEAR, mod.in_features * mod.out_features
-    if isinstance(mod, (nn.Conv1d, nn.Conv2d, nn.Conv3d)):
-        return _CONV, (mod.in_channels // mod.groups) * math.prod(mod.kernel_size)
-    if isinstance(mod, (nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d)):
-        return _CONVT, (mod.out_channels // mod.groups) * math.prod(mod.kernel_size)
-    if isinstance(mod, (nn.Embedding, nn.EmbeddingBag)):
-        return _ZERO, 0
-    return _NONE, 0
-
-
-def forward_flops(kind: int, const: int, in_t: torch.Tensor | None,
-                  out_t: torch.Tensor | None, in_features: int = 1) -> int | None:
-    """Forward FLOPs, counting a multiply-add as 2 (the convention of
-    ``torch.utils.flop_counter``):
-
-    * Linear: ``2 · in · out · rows``, rows = input elements / in_features;
-    * Conv: ``2 · out_elements · (C_in / groups) · prod(kernel)``;
-    * ConvTranspose: ``2 · in_elements · (C_out / groups) · prod(kernel)``;
-    * Embedding: 0.  Other modules: None (unknown).
-    """
-    if kind == _LINEAR and in_t is not None:
-        return 2 * const * (in_t.numel() // max(in_features, 1))
-    if kind == _CONV and out_t is not None:
-        return 2 * out_t.numel() * const
-    if kind == _CONVT and in_t is not None:
-        return 2 * in_t.numel() * const
-    if kind == _ZERO:
-        return 0
-    return None
-
 
 class _Info:
     """Static facts about one module, computed once."""
@@ -102,8 +69,8 @@ class _Info:
         #: shared by every FW/BW record of this module (never mutated)
         self.static_args = {"module": path, "type": type(mod).__name__,
                             "param_bytes": param_bytes}
-        self.flops_kind, self.flops_const = _flops_kind(mod)
-        self.in_features = getattr(mod, "in_features", 1) if self.flops_kind == _LINEAR else 1
+        self.flops_kind, self.flops_const = flops_kind(mod)
+        self.in_features = getattr(mod, "in_features", 1) if self.flops_kind == LINEAR else 1
         ref = self.ref
         if leaf:
             def params_fn() -> list[torch.Tensor]:
@@ -295,6 +262,8 @@ class ModuleTracer:
         # the GPU (Kineto) timer attributes kernels to the innermost module: it needs the
         # CPU ranges of containers too
         self._mark_containers = bool(getattr(timer, "marks_containers", False))
+        # ... and finds backward GPU time through autograd sequence numbers: no BW hooks
+        self._bw_hooks = not getattr(timer, "backward_from_sequence", False)
         if root is not None:
             self._add_root(root, primary=True)
 
@@ -450,7 +419,7 @@ class ModuleTracer:
             if len(args) == 1 and isinstance(args[0], torch.Tensor):
                 first = x = args[0]
                 call = _Call(info, self, x.nbytes, x if info.flops_kind else None)
-                if x.requires_grad:
+                if x.requires_grad and self._bw_hooks:
                     node = _node_of(x)
                     if node is None:  # a leaf input
                         self._hook([x], call.end)
@@ -469,7 +438,7 @@ class ModuleTracer:
                 grads = []
                 in_bytes, first = _scan(args, grads)
                 call = _Call(info, self, in_bytes, first if info.flops_kind else None)
-                if grads:
+                if grads and self._bw_hooks:
                     self._hook(grads, call.end)
                 else:
                     call.from_params = True
@@ -534,7 +503,7 @@ class ModuleTracer:
                     extra["flops"] = flops
             self.timer.emit(info.fw_name, "FW", call.t0, t1, info.static_args, extra=extra)
             self._last_out = None
-            if out_node is None and not grads:
+            if (out_node is None and not grads) or not self._bw_hooks:
                 return
             if call.from_params:
                 params = info.params_fn()

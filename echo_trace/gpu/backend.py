@@ -64,8 +64,10 @@ class KinetoTimer:
     """Marks CPU ranges during the window; GPU events are made at :meth:`close`."""
 
     timer_name = "kineto"
-    #: ModuleTracer also marks container modules (for the innermost-module rule)
+    #: ModuleTracer also marks container modules (for the innermost-module rule) and
+    #: leaves out its backward hooks (backward is found through sequence numbers)
     marks_containers = True
+    backward_from_sequence = True
 
     def __init__(self, rec: Recorder, *, root: str = "model", cuda: bool = True) -> None:
         """``root``: the remainder's module name when no module range was seen (the
