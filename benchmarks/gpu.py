@@ -112,7 +112,8 @@ def _build(name: str, seed: int, device: str = "cuda",
     if name == "hf_gpt2":
         from transformers import GPT2Config, GPT2LMHeadModel
 
-        model = GPT2LMHeadModel(GPT2Config()).to(dev)
+        model: Any = GPT2LMHeadModel(GPT2Config())
+        model = model.to(dev)
         batch, seq, vocab, dtype = 8, 1024, model.config.vocab_size, torch.bfloat16
         desc = {"model": "GPT2LMHeadModel(GPT2Config())", "micro_batch": batch, "seq": seq,
                 "dtype": "bf16 autocast"}

@@ -55,7 +55,7 @@ class ScalerWatch:
             return retval
 
         self._cls, self._orig = GradScaler, orig
-        GradScaler._maybe_opt_step = _maybe_opt_step  # type: ignore[method-assign]
+        GradScaler._maybe_opt_step = _maybe_opt_step  # type: ignore[method-assign, assignment]
 
     def remove(self) -> None:
         """Restore ``GradScaler`` (idempotent)."""

@@ -151,3 +151,33 @@ def test_rules_on_a_small_hand_made_case() -> None:
     comm = [e for e in a.events if e.cat == "Comm"]
     # no kernel: a 0-length event when the compute queued before it (launch 57) is done
     assert len(comm) == 1 and comm[0].ts_us == comm[0].end_us == 175
+
+
+def test_attributed_ddp_buckets_pass_validate() -> None:
+    """The attributed DDP recording, with the k-th all_reduce of a step named as echo's
+    bucket k (parameter names from the echo recording of the same run), passes validate's
+    gradient_comm_order rule, which flags the CUPTI-less echo recording (see
+    test_validate_gpu_comm.py)."""
+    import json
+
+    from echo_sim.trace.model import Cat, TraceBuilder
+    from echo_sim.trace.validate import check_gradient_comm_order
+
+    meta = json.loads((DATA / "echo_ddp_nccl_1rank" / "0_0" / "meta.json").read_text())
+    buckets = {b["index"]: b["params"] for b in meta["buckets"]}
+    nbytes = {b["index"]: b["bytes"] for b in meta["buckets"]}
+    _, a = _run(FIXTURES["ddp"])
+    b = TraceBuilder()
+    k = 0
+    for e in sorted(a.events, key=lambda e: e.ts_us):
+        cat = {"FW": Cat.FW, "BW": Cat.BW, "UPDATE": Cat.UPDATE, "Comm": Cat.COMM}[e.cat]
+        if e.cat == "Comm":
+            assert e.args["bytes"] == nbytes[k]  # the same bucket in both recordings
+            b.add(rank=0, name=f"Comm.bucket{k}", cat=cat, ts_us=e.ts_us, dur_us=e.dur_us,
+                  step=e.step, tid=100, collective="all_reduce", nbytes=e.args["bytes"],
+                  group_ranks=[0], seq=k, comm_args={"bucket": k, "params": buckets[k]})
+            k += 1
+        else:
+            b.add(rank=0, name=e.name, cat=cat, ts_us=e.ts_us, dur_us=e.dur_us, step=e.step)
+    assert k == len(buckets) == 14
+    assert check_gradient_comm_order(b.build()) == []

@@ -317,15 +317,14 @@ def _build(out: Attribution, marks: Sequence[Mark],
         r = ready_at(mk.ts_us)
         if r is not None and r > ev.ts_us:
             ev.ts_us = min(r, ev.end_us)
-    seen = {k for k in comm_firsts}
+    seen = set(comm_firsts)
     comm_marks = [(i, m) for i, m in enumerate(marks) if m.cat == "Comm"]
     steps = sorted((m for m in marks if m.cat == "STEP"), key=lambda m: m.ts_us)
     for i, m in comm_marks:
-        gk = (m.name, i, -1, 0)
-        st = next((s for s in steps if s.ts_us <= m.ts_us <= s.end_us), None)
-        if st is None:
+        stp = next((s for s in steps if s.ts_us <= m.ts_us <= s.end_us), None)
+        if stp is None:
             continue
-        gk = (m.name, i, -1, int(st.args.get("step", 0)))
+        gk = (m.name, i, -1, int(stp.args.get("step", 0)))
         if gk in seen:
             continue
         r = ready_at(m.ts_us)
