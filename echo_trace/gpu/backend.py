@@ -35,6 +35,8 @@ log = logging.getLogger("echo_trace")
 
 _EVAL = "autograd::engine::evaluate_function"
 _COMM_OP = "record_param_comms"
+#: ``activity_type()`` of device events that are GPU work (as the ``cat`` of Kineto JSON)
+_KINDS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 
 
 def profiler_busy() -> bool:
@@ -211,7 +213,8 @@ def inputs_from_events(events: Any, unix_minus_perf_ns: int,
 
     CPU ops (``linked_correlation_id() == 0``) give launches (their own correlation id, start,
     OS thread), and :class:`CpuOp` when they carry a sequence number or run a backward node;
-    device events give activities, linked to the CPU op by ``linked_correlation_id()``.
+    device events of activity type ``kernel`` / ``gpu_memcpy`` / ``gpu_memset`` give
+    activities, linked to the CPU op by ``linked_correlation_id()``.
     c10d ops (``record_param_comms``) come first, as (start, end, thread) CPU ranges.
     """
     from torch._C._autograd import DeviceType
@@ -237,10 +240,9 @@ def inputs_from_events(events: Any, unix_minus_perf_ns: int,
                 ops.append(CpuOp(t0, t1, tid, -1, -1))
             if name == _COMM_OP:
                 c10d.append((t0, t1, tid))
-        else:
-            name = e.name()
-            kind = ("memcpy" if name.startswith("Memcpy") else
-                    "memset" if name.startswith("Memset") else "kernel")
-            acts.append(Activity(name, kind, int(e.device_resource_id()), t0,
-                                 e.duration_ns() / 1000.0, int(e.linked_correlation_id())))
+        else:  # device side: keep work, not GPU-side annotations or sync records
+            kind = _KINDS.get(e.activity_type())
+            if kind is not None:
+                acts.append(Activity(e.name(), kind, int(e.device_resource_id()), t0,
+                                     e.duration_ns() / 1000.0, int(e.linked_correlation_id())))
     return c10d, ops, launches, acts
