@@ -35,6 +35,8 @@ log = logging.getLogger("echo_trace")
 
 _EVAL = "autograd::engine::evaluate_function"
 _COMM_OP = "record_param_comms"
+#: how far before echo's Comm begin its c10d op may appear (the two clocks' pairing error)
+_MATCH_SLACK_US = 20.0
 #: ``activity_type()`` of device events that are GPU work (as the ``cat`` of Kineto JSON)
 _KINDS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 
@@ -172,7 +174,7 @@ class KinetoTimer:
         j = 0
         for i in rows:
             _, name, _, _, ts, dur, step, occ, args, _ = self.rec.events[i]
-            while j < len(comm_ops) and comm_ops[j][0] < ts - 1.0:
+            while j < len(comm_ops) and comm_ops[j][0] < ts - _MATCH_SLACK_US:
                 j += 1
             a = dict(args or {})
             a.update(step=step, occ=occ)
