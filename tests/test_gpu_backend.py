@@ -131,3 +131,41 @@ def test_cuda_capture_attributes_kernels(tmp_path) -> None:  # type: ignore[no-u
     for leaf in ("emb", "block.fc1", "block.fc2", "head"):
         assert f"FW.{leaf}" in names and f"BW.{leaf}" in names
     assert "UPDATE.SGD" in names
+
+
+def test_comm_events_take_their_c10d_op_range(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A one-process gloo group: echo's Comm event is matched to the profiler's
+    record_param_comms op and re-recorded (args kept) by the timer at close."""
+    import torch.distributed as dist
+
+    from echo_trace.comm import CommTracer
+
+    dist.init_process_group("gloo", store=dist.FileStore(str(tmp_path / "store"), 1),
+                            rank=0, world_size=1)
+    try:
+        rec = Recorder()
+        rec.new_step(5)
+        rec.recording = True
+        timer = KinetoTimer(rec, cuda=False)
+        comm = CommTracer(rec)
+        comm.install()
+        try:
+            t0 = rec.now_us()
+            dist.all_reduce(torch.ones(256))
+            rec.complete("STEP", "step", t0, rec.now_us() - t0, tid=STEP_TID)
+        finally:
+            comm.remove()
+            rec.recording = False
+        before = [e for e in rec.events if e[2] == "Comm"]
+        assert len(before) == 1
+        timer.close()
+        assert timer.comm_matched == 1  # echo's Comm event found its record_param_comms op
+        after = [e for e in rec.events if e[2] == "Comm"]
+        assert len(after) == 1 and after[0] is not before[0]
+        _, name, _, tid, ts, dur, step, occ, args, _ = after[0]
+        assert name == "Comm.all_reduce" and step == 5 and occ == 0 and tid == 100
+        assert args["bytes"] == 1024 and args["collective"] == "all_reduce"
+        assert args["kernels"] == 0 and dur == 0.0
+        assert before[0][4] - 20.0 <= ts <= before[0][4] + before[0][5]
+    finally:
+        dist.destroy_process_group()

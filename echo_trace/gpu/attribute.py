@@ -36,7 +36,8 @@ kernels come between its children's (a residual add) gives one event per run.
 Communication: one event per collective. A ``Comm``
 cannot start before the work the compute stream had when the collective was enqueued (the
 process group makes its stream wait on that): its ``ts`` is the later of its first kernel
-and that point, and a collective without any kernel (one rank) is a 0-length event there.
+and that point, and a collective without any kernel (one rank) is a 0-length event there
+(at its CPU issue time when no GPU work was queued before it).
 """
 
 from __future__ import annotations
@@ -328,8 +329,8 @@ def _build(out: Attribution, marks: Sequence[Mark],
         if gk in seen:
             continue
         r = ready_at(m.ts_us)
-        if r is None:
-            continue
+        if r is None:  # no GPU work queued before it: its issue time is all there is
+            r = m.ts_us
         groups[gk] = GpuEvent(m.name, "Comm", gk[3], -1, r, r, 0.0, 0, m.args)
     out.events = sorted([*runs, *groups.values()], key=lambda e: (e.stream, e.ts_us, e.end_us))
     return out

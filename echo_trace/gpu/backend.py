@@ -101,6 +101,7 @@ class KinetoTimer:
         self.unix_minus_perf_ns = u - (p0 + p1) // 2
         self.running = True
         self.last: Any = None  # the last Attribution (for tests and the report)
+        self.comm_matched = 0  # Comm events matched to a c10d op of the profiler
 
     # ------------------------------------------------------------ hooks (hot path)
     def emit(self, name: str, cat: str, start: float, end: float,
@@ -182,6 +183,7 @@ class KinetoTimer:
                 t0, t1, tid = comm_ops[j]
                 j += 1
                 marks.append(Mark(name, "Comm", t0, t1, tid, a))
+                self.comm_matched += 1
             else:  # no c10d op seen: placed where the compute queued before it is done
                 marks.append(Mark(name, "Comm", ts, ts, -1, a))
         return rows
