@@ -135,7 +135,7 @@ def test_cuda_capture_attributes_kernels(tmp_path) -> None:  # type: ignore[no-u
 
 def test_comm_events_take_their_c10d_op_range(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """A one-process gloo group: echo's Comm event is matched to the profiler's
-    record_param_comms op and re-recorded (args kept) by the timer at close."""
+    c10d::allreduce_ op and re-recorded (args kept) by the timer at close."""
     import torch.distributed as dist
 
     from echo_trace.comm import CommTracer
@@ -159,7 +159,7 @@ def test_comm_events_take_their_c10d_op_range(tmp_path) -> None:  # type: ignore
         before = [e for e in rec.events if e[2] == "Comm"]
         assert len(before) == 1
         timer.close()
-        assert timer.comm_matched == 1  # echo's Comm event found its record_param_comms op
+        assert timer.comm_matched == 1  # echo's Comm event found its c10d::allreduce_ op
         after = [e for e in rec.events if e[2] == "Comm"]
         assert len(after) == 1 and after[0] is not before[0]
         _, name, _, tid, ts, dur, step, occ, args, _ = after[0]

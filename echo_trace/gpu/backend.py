@@ -34,7 +34,9 @@ __all__ = ["KinetoTimer", "inputs_from_events", "make_timer", "profiler_busy"]
 log = logging.getLogger("echo_trace")
 
 _EVAL = "autograd::engine::evaluate_function"
-_COMM_OP = "record_param_comms"
+#: dispatcher ops of c10d collectives (``c10d::allreduce_``; functional collectives'
+#: ``_c10d_functional::all_reduce``): one per operation, around its kernel launches
+_COMM_OPS = ("c10d::", "_c10d_functional::")
 #: how far before echo's Comm begin its c10d op may appear (the two clocks' pairing error)
 _MATCH_SLACK_US = 20.0
 #: ``activity_type()`` of device events that are GPU work (as the ``cat`` of Kineto JSON)
@@ -167,9 +169,12 @@ class KinetoTimer:
 
     def _comm_marks(self, marks: list[Mark], c10d: list[tuple[float, float, int]]) -> list[int]:
         """Comm marks: each recorded Comm event of the window gets the CPU range of the
-        next c10d op (``record_param_comms``) issued after it began, on that op's thread;
+        next c10d dispatcher op (``c10d::allreduce_``...) issued after it began, on that op's thread;
         returns the recorder rows they replace."""
-        comm_ops = sorted(c10d)
+        comm_ops: list[tuple[float, float, int]] = []
+        for op in sorted(c10d):  # an op nested in another c10d op is part of it
+            if not any(o[2] == op[2] and o[0] <= op[0] and op[1] <= o[1] for o in comm_ops[-4:]):
+                comm_ops.append(op)
         rows = [i for i, e in enumerate(self.rec.events) if e[0] == "X" and e[2] == "Comm"]
         rows.sort(key=lambda i: self.rec.events[i][4])
         j = 0
@@ -219,7 +224,7 @@ def inputs_from_events(events: Any, unix_minus_perf_ns: int,
     OS thread), and :class:`CpuOp` when they carry a sequence number or run a backward node;
     device events of activity type ``kernel`` / ``gpu_memcpy`` / ``gpu_memset`` give
     activities, linked to the CPU op by ``linked_correlation_id()``.
-    c10d ops (``record_param_comms``) come first, as (start, end, thread) CPU ranges.
+    c10d dispatcher ops come first, as (start, end, thread) CPU ranges.
     """
     from torch._C._autograd import DeviceType
 
@@ -242,7 +247,7 @@ def inputs_from_events(events: Any, unix_minus_perf_ns: int,
                 ops.append(CpuOp(t0, t1, tid, seq, int(e.fwd_thread_id())))
             elif name.startswith(_EVAL):
                 ops.append(CpuOp(t0, t1, tid, -1, -1))
-            if name == _COMM_OP:
+            if name.startswith(_COMM_OPS) and "wait" not in name:
                 c10d.append((t0, t1, tid))
         else:  # device side: keep work, not GPU-side annotations or sync records
             kind = _KINDS.get(e.activity_type())
