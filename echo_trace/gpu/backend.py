@@ -37,6 +37,8 @@ _EVAL = "autograd::engine::evaluate_function"
 #: dispatcher ops of c10d collectives (``c10d::allreduce_``; functional collectives'
 #: ``_c10d_functional::all_reduce``): one per operation, around its kernel launches
 _COMM_OPS = ("c10d::", "_c10d_functional::")
+#: tid of the second busiest compute stream (then +1 per stream)
+_EXTRA_STREAM_TID = 10
 #: how far before echo's Comm begin its c10d op may appear (the two clocks' pairing error)
 _MATCH_SLACK_US = 20.0
 #: ``activity_type()`` of device events that are GPU work (as the ``cat`` of Kineto JSON)
@@ -198,6 +200,14 @@ class KinetoTimer:
         drop = set(comm_rows)
         if drop:
             rec.events[:] = [e for i, e in enumerate(rec.events) if i not in drop]
+        busy: dict[int, float] = {}
+        for ev in events:
+            if ev.cat != "Comm":
+                busy[ev.stream] = busy.get(ev.stream, 0.0) + ev.busy_us
+        # the busiest compute stream is the compute track; others get tracks of their own
+        # (slices on one track must not partially overlap)
+        track = {s: (COMPUTE_TID if i == 0 else _EXTRA_STREAM_TID + i - 1)
+                 for i, s in enumerate(sorted(busy, key=lambda s: -busy[s]))}
         lanes: list[float] = []  # end of the last Comm on each lane
         for ev in sorted(events, key=lambda e: (e.ts_us, -e.end_us)):
             args = {k: v for k, v in ev.args.items() if k not in ("step", "occ")}
@@ -211,7 +221,7 @@ class KinetoTimer:
                 rec.complete(ev.name, "Comm", ev.ts_us, ev.dur_us, args,
                              tid=COMM_TID_BASE + lane, step=ev.step, occ=ev.args.get("occ"))
             else:
-                rec.complete(ev.name, ev.cat, ev.ts_us, ev.dur_us, args, tid=COMPUTE_TID,
+                rec.complete(ev.name, ev.cat, ev.ts_us, ev.dur_us, args, tid=track[ev.stream],
                              step=ev.step)
 
 
