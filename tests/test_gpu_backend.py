@@ -169,3 +169,24 @@ def test_comm_events_take_their_c10d_op_range(tmp_path) -> None:  # type: ignore
         assert before[0][4] - 20.0 <= ts <= before[0][4] + before[0][5]
     finally:
         dist.destroy_process_group()
+
+
+def test_record_tracks_and_comm_lanes() -> None:
+    """Busiest stream on the compute track, others on their own; overlapping collectives
+    on separate comm lanes; GPU args kept."""
+    from echo_trace.gpu.attribute import GpuEvent
+
+    rec = Recorder()
+    timer = KinetoTimer(rec, cuda=False)
+    timer.close()
+    ev = [GpuEvent("FW.a", "FW", 1, 7, 0.0, 50.0, 40.0, 3, {"module": "a"}),
+          GpuEvent("FW.b", "FW", 1, 9, 10.0, 20.0, 10.0, 1, {"module": "b"}),
+          GpuEvent("Comm.x", "Comm", 1, 13, 5.0, 30.0, 25.0, 1, {"occ": 0, "bytes": 8}),
+          GpuEvent("Comm.y", "Comm", 1, 13, 20.0, 40.0, 20.0, 1, {"occ": 0, "bytes": 8}),
+          GpuEvent("Comm.z", "Comm", 1, 13, 35.0, 45.0, 10.0, 1, {"occ": 1, "bytes": 8})]
+    timer._record(ev, [])
+    got = {e[1]: (e[3], e[7], e[8]) for e in rec.events}
+    assert got["FW.a"][0] == 0 and got["FW.b"][0] == 10
+    assert (got["Comm.x"][0], got["Comm.y"][0], got["Comm.z"][0]) == (100, 101, 100)
+    assert got["Comm.z"][1] == 1 and got["FW.a"][2]["busy_us"] == 40.0
+    assert got["FW.a"][2]["kernels"] == 3 and got["FW.b"][2]["stream"] == 9
