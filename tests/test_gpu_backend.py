@@ -190,3 +190,36 @@ def test_record_tracks_and_comm_lanes() -> None:
     assert (got["Comm.x"][0], got["Comm.y"][0], got["Comm.z"][0]) == (100, 101, 100)
     assert got["Comm.z"][1] == 1 and got["FW.a"][2]["busy_us"] == 40.0
     assert got["FW.a"][2]["kernels"] == 3 and got["FW.b"][2]["stream"] == 9
+
+
+def test_users_profiler_started_inside_the_window_wins(caplog) -> None:  # type: ignore[no-untyped-def]
+    """echo's profiler yields (one warning), the user's runs normally, and the window keeps
+    its leaf FW ranges on the CPU clock."""
+    import logging
+
+    caplog.set_level(logging.WARNING, logger="echo_trace")
+    torch.manual_seed(0)
+    model = Net()
+    rec = Recorder()
+    rec.new_step(2)
+    rec.recording = True
+    timer = KinetoTimer(rec, cuda=False)
+    tracer = ModuleTracer(rec, timer, root=model)
+    tracer.install()
+    try:
+        model(torch.randn(2, 8))
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as p:
+            model(torch.randn(2, 8))
+        assert any(e.name == "aten::addmm" for e in p.events())
+    finally:
+        tracer.remove()
+    assert timer.yielded and not timer.running and not profiler_busy()
+    timer.close()
+    names = [e[1] for e in rec.events]
+    assert names.count("FW.emb") == 2 and "FW.Net" not in names  # leaves only
+    assert all(e[6] == 2 for e in rec.events)
+    assert sum("started inside the capture window" in r.getMessage()
+               for r in caplog.records) == 1
+    from torch.autograd import profiler as ap
+
+    assert ap.profile._prepare_trace.__qualname__ == "profile._prepare_trace"  # restored

@@ -17,6 +17,8 @@ Thread ids: a CPU op's ``device_resource_id()`` is its OS thread id, the same nu
 
 Falls back to :class:`~echo_trace.clock.CudaTimer` with one warning when a profiler is
 already running in the process (the user's ``torch.profiler``): only one can be active.
+When the user starts one while echo's runs, echo's stops first (one warning) and that
+window keeps CPU times: the user's profiler never fails because of echo.
 """
 
 from __future__ import annotations
@@ -104,6 +106,9 @@ class KinetoTimer:
         #: Unix ns minus perf-counter ns while the profiler runs
         self.unix_minus_perf_ns = u - (p0 + p1) // 2
         self.running = True
+        self.yielded = False  # the user's profiler took over: CPU times only
+        self._guarded: Any = None
+        self._guard()
         self.last: Any = None  # the last Attribution (for tests and the report)
         self.comm_matched = 0  # Comm events matched to a c10d op of the profiler
 
@@ -130,6 +135,7 @@ class KinetoTimer:
         if stack:
             name, t0, a = stack.pop()
             a["step"] = self.rec.step
+            a["container"] = True
             self.marks.append((name, "FW", t0, self.now(), threading.get_native_id(), a))
 
     def point_us(self, point: float) -> float:
@@ -144,6 +150,10 @@ class KinetoTimer:
     # ------------------------------------------------------------ window end
     def close(self) -> None:
         """Stop the profiler, attribute the window's GPU activity, record the events."""
+        self._unguard()
+        if self.yielded:
+            self.yielded = False
+            self._record_cpu_marks()
         if not self.running:
             return
         import torch
@@ -159,6 +169,57 @@ class KinetoTimer:
         out = attribute(marks, ops, launches, acts, root=root)
         self.last = out
         self._record(out.events, comm_rows)
+
+    # ------------------------------------------------------------ the user's profiler
+    def _guard(self) -> None:
+        """While echo's profiler runs, a ``torch.profiler`` / ``autograd.profiler`` the user
+        starts would fail ("already enabled"): their ``_prepare_trace`` first makes echo
+        yield (:meth:`yield_to_user`)."""
+        from torch.autograd import profiler as ap
+
+        orig = ap.profile.__dict__.get("_prepare_trace")
+        if orig is None:
+            return
+        timer = self
+
+        def _prepare_trace(prof: Any, *args: Any, **kwargs: Any) -> Any:
+            timer.yield_to_user()
+            return orig(prof, *args, **kwargs)
+
+        ap.profile._prepare_trace = _prepare_trace  # type: ignore[method-assign, assignment]
+        self._guarded = (ap.profile, orig, _prepare_trace)
+
+    def _unguard(self) -> None:
+        if self._guarded is not None:
+            owner, orig, ours = self._guarded
+            self._guarded = None
+            if owner.__dict__.get("_prepare_trace") is ours:
+                owner._prepare_trace = orig
+
+    def yield_to_user(self) -> None:
+        """Stop echo's profiler so the user's can start; this window keeps CPU times."""
+        self._unguard()
+        if not self.running:
+            return
+        import torch
+
+        self.running = False
+        self.yielded = True
+        try:
+            torch._C._autograd._disable_profiler()  # results dropped
+        except RuntimeError as e:
+            self.rec.fail("stopping echo's profiler for the user's", e)
+        log.warning("echo_trace: torch.profiler started inside the capture window; echo "
+                    "stopped its GPU timing for this window: FW/UPDATE/Comm events carry CPU "
+                    "times and BW events are missing")
+
+    def _record_cpu_marks(self) -> None:
+        """After :meth:`yield_to_user`: leaf FW and UPDATE ranges as CPU-clock events."""
+        for name, cat, t0, t1, _tid, a in self.marks:
+            if a.get("container"):
+                continue
+            args = {k: v for k, v in a.items() if k != "step"}
+            self.rec.complete(name, cat, t0, t1 - t0, args, step=a["step"])
 
     def _marks(self) -> list[Mark]:
         out = []
