@@ -223,3 +223,56 @@ def test_users_profiler_started_inside_the_window_wins(caplog) -> None:  # type:
     from torch.autograd import profiler as ap
 
     assert ap.profile._prepare_trace.__qualname__ == "profile._prepare_trace"  # restored
+
+
+def _cuda_loop(model: nn.Module, steps: int) -> None:
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(steps):
+        model(torch.randn(64, 8, device="cuda")).square().mean().backward()
+        opt.step()
+        opt.zero_grad()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_falls_back_to_cuda_events_under_the_users_profiler(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    import echo_trace
+    from echo_trace.clock import CudaTimer
+
+    model = Net().cuda()
+    acts = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+    with torch.profiler.profile(activities=acts):
+        with echo_trace.capture(out_dir=tmp_path, start_step=1, end_step=3,
+                                model=model) as cap:
+            _cuda_loop(model, 4)
+    assert isinstance(cap._timer, CudaTimer)
+    meta = json.loads(next(tmp_path.iterdir()).joinpath("meta.json").read_text())
+    assert meta["timer"] == "cuda_event" and meta["device"] == "cuda"
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_ddp_nccl_buckets_after_their_backward(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """DDP over NCCL with one rank: bucket Comm events on the GPU clock pass validate's
+    gradient_comm_order rule (the CUDA-event timer's CPU enqueue times did not)."""
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+
+    import echo_trace
+    from echo_sim.load import load_trace
+    from echo_sim.trace.validate import check_gradient_comm_order
+
+    dist.init_process_group("nccl", store=dist.FileStore(str(tmp_path / "store"), 1),
+                            rank=0, world_size=1)
+    try:
+        torch.cuda.set_device(0)
+        ddp = DistributedDataParallel(Net().cuda(), device_ids=[0], bucket_cap_mb=0.001)
+        with echo_trace.capture(out_dir=tmp_path / "t", start_step=1, end_step=3, model=ddp):
+            _cuda_loop(ddp, 4)
+    finally:
+        dist.destroy_process_group()
+    trace = load_trace(tmp_path / "t")
+    assert len(trace.comm_rows()) >= 2 * 2  # >= 2 buckets in each of 2 steps
+    assert check_gradient_comm_order(trace) == []
