@@ -41,7 +41,7 @@ _OPT = re.compile(r"Optimizer\.(step|zero_grad)#(\w+)\.")
 
 
 class KinetoInputs:
-    """The four attribution inputs plus the trace's raw step annotation times."""
+    """The four attribution inputs read from one trace."""
 
     def __init__(self) -> None:
         self.marks: list[Mark] = []
