@@ -39,11 +39,11 @@ from torch import nn
 from echo_trace.flops import LINEAR, flops_kind, forward_flops
 from echo_trace.recorder import Recorder
 
-__all__ = ["ModuleTracer", "forward_flops"]  # forward_flops: re-exported from flops
+__all__ = ["WRAPPER_TYPES", "ModuleTracer", "forward_flops"]  # forward_flops: from flops
 
 log = logging.getLogger("echo_trace")
 
-_WRAPPER_TYPES = frozenset({
+WRAPPER_TYPES = frozenset({
     "DistributedDataParallel", "DataParallel", "FullyShardedDataParallel", "CheckpointWrapper",
     "OptimizedModule",
 })
@@ -306,7 +306,7 @@ class ModuleTracer:
         root = self.primary_root
         if root is None:
             return []
-        wrapper = type(root).__name__ in _WRAPPER_TYPES
+        wrapper = type(root).__name__ in WRAPPER_TYPES
         out = []
         for name, p in root.named_parameters():
             out.append({"name": _strip(name, wrapper), "shape": list(p.shape),
@@ -319,7 +319,7 @@ class ModuleTracer:
         return info if info is not None and info.ref() is mod else None
 
     def _add_root(self, root: nn.Module, *, primary: bool) -> None:
-        wrapper = type(root).__name__ in _WRAPPER_TYPES
+        wrapper = type(root).__name__ in WRAPPER_TYPES
         prefix = "" if primary else type(root).__name__
         if primary:
             self._primary = weakref.ref(root)
@@ -338,7 +338,7 @@ class ModuleTracer:
             inside_opaque = any(name.startswith(o + ".") for o in opaque)
             if isinstance(mod, _OPAQUE_TYPES):
                 opaque.append(name)
-            if type(mod).__name__ in _WRAPPER_TYPES or (wrapper and name == "") \
+            if type(mod).__name__ in WRAPPER_TYPES or (wrapper and name == "") \
                     or inside_opaque:
                 traced = False
             else:

@@ -150,21 +150,36 @@ class KinetoTimer:
     # ------------------------------------------------------------ window end
     def close(self) -> None:
         """Stop the profiler, attribute the window's GPU activity, record the events."""
+        stopped = self.stop()
+        if stopped is not None:
+            self.resolve(*stopped)
+
+    def stop(self) -> tuple[Any, list[Mark]] | None:
+        """Stop the profiler (on the training thread); returns what :meth:`resolve` needs,
+        or None when there is nothing to resolve (already stopped, or yielded)."""
         self._unguard()
         if self.yielded:
             self.yielded = False
             self._record_cpu_marks()
         if not self.running:
-            return
+            return None
         import torch
 
         self.running = False
-        result = torch._C._autograd._disable_profiler()
+        return torch._C._autograd._disable_profiler(), self._marks()
+
+    def resolve(self, result: Any, marks: list[Mark]) -> None:
+        """Attribute the profiler's ``result`` and record the events: the costly part of
+        :meth:`close`, which a background writer may run off the training thread once the
+        window is closed (it edits ``rec.events``: run it before they are written)."""
+        from echo_trace.modules import WRAPPER_TYPES
+
         c10d, ops, launches, acts = inputs_from_events(result.events(),
                                                        self.unix_minus_perf_ns)
-        marks = self._marks()
         comm_rows = self._comm_marks(marks, c10d)
-        firsts = sorted((m.ts_us, -m.end_us, m.name) for m in marks if m.cat == "FW")
+        # the remainder's name: the outermost module (not a DDP/FSDP/compile wrapper)
+        firsts = sorted((m.ts_us, -m.end_us, m.name) for m in marks
+                        if m.cat == "FW" and m.name[3:] not in WRAPPER_TYPES)
         root = firsts[0][2].removeprefix("FW.") if firsts else self.root
         out = attribute(marks, ops, launches, acts, root=root)
         self.last = out
