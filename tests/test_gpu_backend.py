@@ -181,6 +181,9 @@ def test_record_tracks_and_comm_lanes() -> None:
     timer.close()
     ev = [GpuEvent("FW.a", "FW", 1, 7, 0.0, 50.0, 40.0, 3, {"module": "a"}),
           GpuEvent("FW.b", "FW", 1, 9, 10.0, 20.0, 10.0, 1, {"module": "b"}),
+          GpuEvent("BW.a", "BW", 1, 7, 60.0, 70.0, 10.0, 1, {"module": "a", "flops": 9,
+                                                              "param_bytes": 4}),
+          GpuEvent("FW.c", "FW", 1, 7, 80.0, 90.0, 10.0, 1, {"container": True}),
           GpuEvent("Comm.x", "Comm", 1, 13, 5.0, 30.0, 25.0, 1, {"occ": 0, "bytes": 8}),
           GpuEvent("Comm.y", "Comm", 1, 13, 20.0, 40.0, 20.0, 1, {"occ": 0, "bytes": 8}),
           GpuEvent("Comm.z", "Comm", 1, 13, 35.0, 45.0, 10.0, 1, {"occ": 1, "bytes": 8})]
@@ -190,6 +193,9 @@ def test_record_tracks_and_comm_lanes() -> None:
     assert (got["Comm.x"][0], got["Comm.y"][0], got["Comm.z"][0]) == (100, 101, 100)
     assert got["Comm.z"][1] == 1 and got["FW.a"][2]["busy_us"] == 40.0
     assert got["FW.a"][2]["kernels"] == 3 and got["FW.b"][2]["stream"] == 9
+    assert got["BW.a"][2] == {"module": "a", "param_bytes": 4, "busy_us": 10.0, "kernels": 1,
+                              "stream": 7}
+    assert got["FW.c"][2]["module"] == "c" and "container" not in got["FW.c"][2]
 
 
 def test_users_profiler_started_inside_the_window_wins(caplog) -> None:  # type: ignore[no-untyped-def]

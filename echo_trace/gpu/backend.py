@@ -39,6 +39,9 @@ _EVAL = "autograd::engine::evaluate_function"
 #: dispatcher ops of c10d collectives (``c10d::allreduce_``; functional collectives'
 #: ``_c10d_functional::all_reduce``): one per operation, around its kernel launches
 _COMM_OPS = ("c10d::", "_c10d_functional::")
+#: mark args that are not event args; a BW event has its module's static args only
+_DROP = frozenset({"step", "occ", "container"})
+_BW_DROP = _DROP | {"in_bytes", "out_bytes", "flops"}
 #: tid of the second busiest compute stream (then +1 per stream)
 _EXTRA_STREAM_TID = 10
 #: how far before echo's Comm begin its c10d op may appear (the two clocks' pairing error)
@@ -286,7 +289,10 @@ class KinetoTimer:
                  for i, s in enumerate(sorted(busy, key=lambda s: -busy[s]))}
         lanes: list[float] = []  # end of the last Comm on each lane
         for ev in sorted(events, key=lambda e: (e.ts_us, -e.end_us)):
-            args = {k: v for k, v in ev.args.items() if k not in ("step", "occ")}
+            drop_keys = _BW_DROP if ev.cat == "BW" else _DROP
+            args = {k: v for k, v in ev.args.items() if k not in drop_keys}
+            if ev.cat in ("FW", "BW"):
+                args.setdefault("module", ev.name[3:])
             args.update(busy_us=round(ev.busy_us, 3), kernels=ev.kernels, stream=ev.stream)
             if ev.cat == "Comm":
                 lane = next((k for k, end in enumerate(lanes) if end <= ev.ts_us), len(lanes))
