@@ -30,7 +30,7 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
 
-from echo_trace.clock import ClockMap, CpuTimer, CudaTimer, sync_clock
+from echo_trace.clock import ClockMap, CpuTimer, sync_clock
 from echo_trace.config import DEFAULT_MAX_EVENTS, CaptureConfig
 from echo_trace.memory import DEFAULT_INTERVAL_MS
 from echo_trace.ranks import RankInfo, detect_ranks
@@ -85,6 +85,7 @@ class Capture:
         self._clock: ClockMap | None = None
         self._timer: Any = None
         self._optim: Any = None
+        self._watch: Any = None
         self._modules: Any = None
         self._comm: Any = None
         self._memory: Any = None
@@ -150,6 +151,8 @@ class Capture:
             self._close_window()  # hooks left inert by a SIGTERM handler
             if self._optim is not None:
                 self._optim.remove()
+            if self._watch is not None:
+                self._watch.remove()
             self._uninstall_signal()
             if self._atexit:
                 atexit.unregister(self._atexit_stop)
@@ -183,6 +186,10 @@ class Capture:
                                       on_step=self._on_optimizer_step,
                                       on_compute_start=self._compute_start)
         self._optim.install()
+        from echo_trace.watch import ScalerWatch
+
+        self._watch = ScalerWatch(self.rec, on_skip=self._on_optimizer_step)
+        self._watch.install()
         if not self._blocked:
             atexit.register(self._atexit_stop)
             self._atexit = True
@@ -246,7 +253,9 @@ class Capture:
         with rec.guard("opening the capture window"):
             if torch.cuda.is_available() and torch.cuda.is_initialized():
                 self._cuda_index = torch.cuda.current_device()
-                self._timer = CudaTimer(rec)
+                from echo_trace.gpu.backend import make_timer
+
+                self._timer = make_timer(rec)  # Kineto; CudaTimer if a profiler runs
                 self._device = "cuda"
                 self._device_name = torch.cuda.get_device_name(self._cuda_index)
             else:
@@ -336,6 +345,8 @@ class Capture:
             if self._memory is not None:
                 self._memory.sample()
                 args.update(self._memory.take_peaks())
+            if self._watch is not None:
+                args.update(self._watch.step_args(rec.step))
             t1 = Recorder.now_us()
             rec.complete("STEP", "step", t0, t1 - t0, args, tid=STEP_TID, occ=0)
             self._steps.append(rec.step)
@@ -344,6 +355,9 @@ class Capture:
         """Remove window-only hooks and stop the sampler (safe outside module hooks)."""
         self.rec.recording = False
         self._window = False
+        if hasattr(self._timer, "close"):  # Kineto: GPU events made from the activity
+            with self.rec.guard("GPU timing"):
+                self._timer.close()
         for part, name in ((self._modules, "module hooks"), (self._comm, "comm hooks")):
             if part is not None:
                 try:
@@ -404,6 +418,7 @@ class Capture:
             "base_time_ns": 0 if clock is None else clock.trace_base_ns,
             "timer": self._timer_name,
             "micro_batch_size": self._modules.micro_batch_size if self._modules else None,
+            **self._batch_meta(),
             "params": params, "param_bytes": sum(p["bytes"] for p in params),
             "buckets": [],
             "dropped_events": self.rec.dropped, "max_events": self.rec.max_events,
@@ -417,6 +432,22 @@ class Capture:
             except Exception as e:  # noqa: BLE001
                 self.rec.fail("comm meta", e)
         return meta
+
+    def _batch_meta(self) -> dict[str, Any]:
+        """``micro_batch`` and where it came from: ``user`` (config), ``detected`` (dim 0
+        of the root module's first tensor input), else ``assumed`` (1); ``tokens`` when
+        that input is token ids."""
+        detected = self._modules.micro_batch_size if self._modules is not None else None
+        tokens = self._modules.tokens if self._modules is not None else None
+        if self.config.micro_batch is not None:
+            mb, src = self.config.micro_batch, "user"
+            if detected and tokens:
+                tokens = tokens // detected * mb
+        elif detected is not None:
+            mb, src = detected, "detected"
+        else:
+            mb, src = 1, "assumed"
+        return {"micro_batch": mb, "micro_batch_source": src, "tokens": tokens}
 
     def _write(self) -> None:
         if self._writing or self.written is not None or os.getpid() != self._pid:
@@ -497,13 +528,14 @@ def capture(out_dir: str | os.PathLike[str] = "traces", start_step: int = 2,
             end_step: int | None = 5, *, gzip: bool = False, depth: int | None = None,
             memory_interval_ms: float = DEFAULT_INTERVAL_MS, overwrite: bool = False,
             max_events: int = DEFAULT_MAX_EVENTS, model: Any = None,
-            enabled: bool = True) -> Capture:
+            enabled: bool = True, micro_batch: int | None = None) -> Capture:
     """A :class:`Capture` to use as ``with capture(...) as cap:`` (or ``.start()/.stop()``).
 
     Records steps ``start_step .. end_step-1``; ``enabled=False`` gives a capture whose
-    every call is a no-op. Bad arguments raise ``ValueError`` here, before training.
+    every call is a no-op; ``micro_batch`` overrides the detected micro-batch in meta.json.
+    Bad arguments raise ``ValueError`` here, before training.
     """
     cfg = CaptureConfig(out_dir=os.fspath(out_dir), start_step=start_step, end_step=end_step,
                         gzip=gzip, depth=depth, memory_interval_ms=memory_interval_ms,
-                        overwrite=overwrite, max_events=max_events)
+                        overwrite=overwrite, max_events=max_events, micro_batch=micro_batch)
     return Capture(cfg, model=model, enabled=enabled)

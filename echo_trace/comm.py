@@ -32,27 +32,12 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-import torch
-
+from echo_trace.comm_sizes import dtype_name, tensor_nbytes
 from echo_trace.recorder import CommToken, Recorder
 
-__all__ = ["CommTracer", "dtype_name", "tensor_nbytes"]
+__all__ = ["CommTracer", "dtype_name", "tensor_nbytes"]  # the two helpers: from comm_sizes
 
 log = logging.getLogger("echo_trace")
-
-
-def tensor_nbytes(t: Any) -> int:
-    """Bytes of a tensor (``numel * element_size``); 0 for anything else."""
-    if isinstance(t, torch.Tensor):
-        return int(t.numel()) * int(t.element_size())
-    return 0
-
-
-def dtype_name(t: Any) -> str | None:
-    """``float32`` for a float32 tensor; None for anything else."""
-    if isinstance(t, torch.Tensor):
-        return str(t.dtype).removeprefix("torch.")
-    return None
 
 
 class CommTracer:

@@ -19,7 +19,7 @@ import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from echo_trace.comm import dtype_name, tensor_nbytes
+from echo_trace.comm_sizes import dtype_name, tensor_nbytes
 
 if TYPE_CHECKING:
     from echo_trace.comm import CommTracer

@@ -33,6 +33,8 @@ ENV_VARS: dict[str, str] = {
     "TRACE_DEPTH": "module depth traced as FW/BW events; unset = leaf modules (default: unset)",
     "TRACE_MEMORY_INTERVAL_MS": "memory sampling period in ms; 0 turns the sampler off; per-step peaks are also sampled at every step boundary (default: 50)",
     "TRACE_OVERWRITE": "1 allows replacing a non-empty rank directory (default: 0)",
+    "TRACE_MICRO_BATCH": "samples per forward recorded in meta.json (default: dim 0 of the "
+                         "model's first tensor input)",
     "TRACE_MAX_EVENTS": f"event buffer bound per process (default: {DEFAULT_MAX_EVENTS})",
 }
 
@@ -80,7 +82,8 @@ class CaptureConfig:
     ``trace.json.gz``; ``depth``: None traces leaf modules, ``d`` traces modules ``d`` levels
     below the outermost module (and leaves above that level); ``memory_interval_ms``: sampler
     period, 0 = off; ``overwrite``: allow replacing a non-empty rank directory;
-    ``max_events``: event buffer bound.
+    ``max_events``: event buffer bound; ``micro_batch``: the samples per forward, recorded in
+    meta.json instead of the detected one (None: detected from the model's input).
     """
 
     out_dir: str = "traces"
@@ -91,6 +94,7 @@ class CaptureConfig:
     memory_interval_ms: float = 50.0
     overwrite: bool = False
     max_events: int = DEFAULT_MAX_EVENTS
+    micro_batch: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.start_step, int) or self.start_step < 0:
@@ -107,6 +111,10 @@ class CaptureConfig:
                              ">= 0 (0 turns the sampler off)")
         if not isinstance(self.max_events, int) or self.max_events < 1:
             raise ValueError(f"max_events={self.max_events!r}: expected an integer >= 1")
+        if self.micro_batch is not None and (not isinstance(self.micro_batch, int)
+                                             or self.micro_batch < 1):
+            raise ValueError(f"micro_batch={self.micro_batch!r}: expected None (detected) "
+                             "or an integer >= 1")
         if not str(self.out_dir):
             raise ValueError("out_dir='': expected a directory path")
 
@@ -141,6 +149,7 @@ class CaptureConfig:
             memory_interval_ms=50.0 if interval is None else interval,
             overwrite=env_flag(env.get("TRACE_OVERWRITE"), "TRACE_OVERWRITE"),
             max_events=DEFAULT_MAX_EVENTS if max_events is None else max_events,
+            micro_batch=env_int(env, "TRACE_MICRO_BATCH"),
         )
 
     @staticmethod

@@ -12,6 +12,11 @@ still open when another compute event starts is closed at that moment: BW slices
 sequential on the compute track even when an input's gradient is summed over branches
 (q/k/v projections of one input).
 
+With the Kineto GPU timer (:mod:`echo_trace.gpu.backend`) the hooks only mark CPU ranges:
+container modules get a range too (so GPU work a parent runs between its children is
+attributed to it) and no backward hook is installed (backward GPU work is attributed
+through autograd sequence numbers), which also takes their cost off the step.
+
 Traced modules: leaf modules (no children) by default; with ``depth=d`` the modules ``d``
 levels below the outermost module plus the leaves above that level (a partition of the
 tree, so FW slices do not nest). Module paths come from ``named_modules()`` of the
@@ -22,7 +27,7 @@ with a weak reference, so a reused id is recognised).
 
 from __future__ import annotations
 
-import math
+import logging
 import threading
 import weakref
 from collections.abc import Callable
@@ -31,55 +36,20 @@ from typing import Any
 import torch
 from torch import nn
 
+from echo_trace.flops import LINEAR, flops_kind, forward_flops
 from echo_trace.recorder import Recorder
 
-__all__ = ["ModuleTracer", "forward_flops"]
+__all__ = ["WRAPPER_TYPES", "ModuleTracer", "forward_flops"]  # forward_flops: from flops
 
-_WRAPPER_TYPES = frozenset({
+log = logging.getLogger("echo_trace")
+
+WRAPPER_TYPES = frozenset({
     "DistributedDataParallel", "DataParallel", "FullyShardedDataParallel", "CheckpointWrapper",
     "OptimizedModule",
 })
 # modules whose forward does not call their children: traced as leaves
 _OPAQUE_TYPES: tuple[type[nn.Module], ...] = (nn.MultiheadAttention,)
 _WRAPPER_PARTS = frozenset({"_fsdp_wrapped_module", "_checkpoint_wrapped_module", "_orig_mod"})
-
-# flops kinds
-_NONE, _LINEAR, _CONV, _CONVT, _ZERO = 0, 1, 2, 3, 4
-
-
-def _flops_kind(mod: nn.Module) -> tuple[int, int]:
-    """(kind, constant) for :func:`forward_flops`."""
-    if isinstance(mod, nn.Linear):
-        return _LINEAR, mod.in_features * mod.out_features
-    if isinstance(mod, (nn.Conv1d, nn.Conv2d, nn.Conv3d)):
-        return _CONV, (mod.in_channels // mod.groups) * math.prod(mod.kernel_size)
-    if isinstance(mod, (nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d)):
-        return _CONVT, (mod.out_channels // mod.groups) * math.prod(mod.kernel_size)
-    if isinstance(mod, (nn.Embedding, nn.EmbeddingBag)):
-        return _ZERO, 0
-    return _NONE, 0
-
-
-def forward_flops(kind: int, const: int, in_t: torch.Tensor | None,
-                  out_t: torch.Tensor | None, in_features: int = 1) -> int | None:
-    """Forward FLOPs, counting a multiply-add as 2 (the convention of
-    ``torch.utils.flop_counter``):
-
-    * Linear: ``2 · in · out · rows``, rows = input elements / in_features;
-    * Conv: ``2 · out_elements · (C_in / groups) · prod(kernel)``;
-    * ConvTranspose: ``2 · in_elements · (C_out / groups) · prod(kernel)``;
-    * Embedding: 0.  Other modules: None (unknown).
-    """
-    if kind == _LINEAR and in_t is not None:
-        return 2 * const * (in_t.numel() // max(in_features, 1))
-    if kind == _CONV and out_t is not None:
-        return 2 * out_t.numel() * const
-    if kind == _CONVT and in_t is not None:
-        return 2 * in_t.numel() * const
-    if kind == _ZERO:
-        return 0
-    return None
-
 
 class _Info:
     """Static facts about one module, computed once."""
@@ -99,8 +69,8 @@ class _Info:
         #: shared by every FW/BW record of this module (never mutated)
         self.static_args = {"module": path, "type": type(mod).__name__,
                             "param_bytes": param_bytes}
-        self.flops_kind, self.flops_const = _flops_kind(mod)
-        self.in_features = getattr(mod, "in_features", 1) if self.flops_kind == _LINEAR else 1
+        self.flops_kind, self.flops_const = flops_kind(mod)
+        self.in_features = getattr(mod, "in_features", 1) if self.flops_kind == LINEAR else 1
         ref = self.ref
         if leaf:
             def params_fn() -> list[torch.Tensor]:
@@ -286,6 +256,14 @@ class ModuleTracer:
         self._last_out: weakref.ref[torch.Tensor] | None = None
         self._last_node = 0
         self.micro_batch_size: int | None = None
+        self.tokens: int | None = None  # micro-batch × sequence when the input is token ids
+        self._warned_no_grad = False
+        self._warned_compiled = False
+        # the GPU (Kineto) timer attributes kernels to the innermost module: it needs the
+        # CPU ranges of containers too
+        self._mark_containers = bool(getattr(timer, "marks_containers", False))
+        # ... and finds backward GPU time through autograd sequence numbers: no BW hooks
+        self._bw_hooks = not getattr(timer, "backward_from_sequence", False)
         if root is not None:
             self._add_root(root, primary=True)
 
@@ -328,7 +306,7 @@ class ModuleTracer:
         root = self.primary_root
         if root is None:
             return []
-        wrapper = type(root).__name__ in _WRAPPER_TYPES
+        wrapper = type(root).__name__ in WRAPPER_TYPES
         out = []
         for name, p in root.named_parameters():
             out.append({"name": _strip(name, wrapper), "shape": list(p.shape),
@@ -341,7 +319,7 @@ class ModuleTracer:
         return info if info is not None and info.ref() is mod else None
 
     def _add_root(self, root: nn.Module, *, primary: bool) -> None:
-        wrapper = type(root).__name__ in _WRAPPER_TYPES
+        wrapper = type(root).__name__ in WRAPPER_TYPES
         prefix = "" if primary else type(root).__name__
         if primary:
             self._primary = weakref.ref(root)
@@ -350,11 +328,17 @@ class ModuleTracer:
         for name, mod in root.named_modules():
             if self._info(mod) is not None:
                 continue
+            if type(mod).__name__ == "OptimizedModule" and not self._warned_compiled:
+                self._warned_compiled = True
+                log.warning("echo_trace: the model is torch.compile'd; modules inside the "
+                            "compiled graph run no hooks, so their time shows under the "
+                            "module that calls the graph (FW.%s), not per module",
+                            prefix or type(getattr(mod, "_orig_mod", mod)).__name__)
             path = _strip(name, wrapper)
             inside_opaque = any(name.startswith(o + ".") for o in opaque)
             if isinstance(mod, _OPAQUE_TYPES):
                 opaque.append(name)
-            if type(mod).__name__ in _WRAPPER_TYPES or (wrapper and name == "") \
+            if type(mod).__name__ in WRAPPER_TYPES or (wrapper and name == "") \
                     or inside_opaque:
                 traced = False
             else:
@@ -370,12 +354,27 @@ class ModuleTracer:
                 self.on_module(mod)
 
     def _note_batch(self, mod: nn.Module, args: Any) -> None:
-        """micro_batch_size: dim 0 of the primary root's first tensor input."""
+        """micro_batch_size: dim 0 of the primary root's first tensor input; ``tokens``:
+        its element count when it is a 2-d integer tensor (token ids, batch × seq)."""
         if self._primary is None or self._primary() is not mod:
             return
         _, first = _scan(args, [])
         if first is not None and first.dim() > 0:
             self.micro_batch_size = int(first.shape[0])
+            if first.dim() == 2 and not first.is_floating_point() and not first.is_complex() \
+                    and first.dtype != torch.bool:
+                self.tokens = int(first.numel())
+
+    def _note_root_call(self, mod: nn.Module) -> None:
+        """Warn once when a forward without autograd (``no_grad`` / ``eval()``) runs inside
+        the window: it has FW events and no BW, and is counted in the step's time."""
+        if self._warned_no_grad or (torch.is_grad_enabled() and mod.training):
+            return
+        self._warned_no_grad = True
+        why = "torch.no_grad()" if not torch.is_grad_enabled() else "eval() mode"
+        log.warning("echo_trace: a forward of %s under %s ran inside the capture window "
+                    "(evaluation?); its FW events have no backward and its time counts in "
+                    "the step", type(mod).__name__, why)
 
     def _discover(self, mod: nn.Module, args: Any) -> _Info:
         if not self._stack:
@@ -405,10 +404,14 @@ class ModuleTracer:
             if info is None or info.ref() is not mod:
                 info = self._discover(mod, args)
             stack = self._stack
-            if not stack and self.micro_batch_size is None:
-                self._note_batch(mod, args)
+            if not stack:
+                if self.micro_batch_size is None:
+                    self._note_batch(mod, args)
+                self._note_root_call(mod)
             if not info.traced:  # a container: only remembered for _post and paths
                 stack.append(info)
+                if self._mark_containers:
+                    self.timer.open_range(info.fw_name)
                 return
             grads: list[torch.Tensor]
             first: torch.Tensor | None
@@ -416,7 +419,7 @@ class ModuleTracer:
             if len(args) == 1 and isinstance(args[0], torch.Tensor):
                 first = x = args[0]
                 call = _Call(info, self, x.nbytes, x if info.flops_kind else None)
-                if x.requires_grad:
+                if x.requires_grad and self._bw_hooks:
                     node = _node_of(x)
                     if node is None:  # a leaf input
                         self._hook([x], call.end)
@@ -435,7 +438,7 @@ class ModuleTracer:
                 grads = []
                 in_bytes, first = _scan(args, grads)
                 call = _Call(info, self, in_bytes, first if info.flops_kind else None)
-                if grads:
+                if grads and self._bw_hooks:
                     self._hook(grads, call.end)
                 else:
                     call.from_params = True
@@ -473,6 +476,8 @@ class ModuleTracer:
                     return
                 info = found
             if top.__class__ is not _Call:
+                if self._mark_containers:
+                    self.timer.close_range()
                 return  # not traced
             t1 = self.timer.now()
             call: _Call = top  # type: ignore[assignment]
@@ -498,7 +503,7 @@ class ModuleTracer:
                     extra["flops"] = flops
             self.timer.emit(info.fw_name, "FW", call.t0, t1, info.static_args, extra=extra)
             self._last_out = None
-            if out_node is None and not grads:
+            if (out_node is None and not grads) or not self._bw_hooks:
                 return
             if call.from_params:
                 params = info.params_fn()

@@ -4,6 +4,8 @@
   in its own process group, killed whole on timeout so a hung rank cannot hang CI.
 * :func:`spawn` runs ``fn(rank, world_size, *args)`` in ``world_size`` fresh processes
   with a gloo process group built on a FileStore (no ports at all).
+
+Both hide GPUs from the processes they start, so these tests run alike on any machine.
 """
 
 from __future__ import annotations
@@ -30,9 +32,12 @@ def free_port() -> int:
 
 
 def base_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The current environment, one thread per process, repo importable, TRACE_* cleared."""
+    """The current environment, one thread per process, repo importable, TRACE_* cleared,
+    GPUs hidden (``CUDA_VISIBLE_DEVICES=""``: gloo jobs run the same on a GPU box; a GPU
+    test passes ``extra={"CUDA_VISIBLE_DEVICES": ...}``)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRACE_")}
     env["OMP_NUM_THREADS"] = "1"
+    env["CUDA_VISIBLE_DEVICES"] = ""
     env["PYTHONPATH"] = os.pathsep.join(
         p for p in (str(REPO), env.get("PYTHONPATH", "")) if p
     )
@@ -83,7 +88,7 @@ def _spawn_entry(rank: int, world_size: int, store_path: str, fn: Callable[..., 
     import torch.distributed as dist
 
     os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world_size),
-                      LOCAL_WORLD_SIZE=str(world_size))
+                      LOCAL_WORLD_SIZE=str(world_size), CUDA_VISIBLE_DEVICES="")
     store = dist.FileStore(store_path, world_size)
     dist.init_process_group("gloo", store=store, rank=rank, world_size=world_size)
     ok = False

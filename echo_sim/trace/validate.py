@@ -29,6 +29,7 @@ __all__ = [
     "check_collective_matching",
     "check_comm_fields",
     "check_dags",
+    "check_gradient_comm_order",
     "check_overlaps",
     "check_ranks",
     "check_steps",
@@ -263,9 +264,47 @@ def check_dags(trace: Trace) -> list[Violation]:
     return out
 
 
+def check_gradient_comm_order(trace: Trace) -> list[Violation]:
+    """A gradient collective does not start before the backward producing its first
+    gradient (error): a DDP bucket (Comm args ``params``) is checked against the earliest
+    ``BW.<module>`` of its parameters' modules in that step, other bucket collectives
+    (``bucket`` without ``params``) against the step's first ``BW``. A violation means the
+    Comm carries a different clock than the compute (e.g. CPU enqueue times on a GPU trace).
+    """
+    ev = trace.events
+    rows = [r for r in trace.comm_rows().tolist()
+            if "params" in trace.comm_args.get(r, {}) or "bucket" in trace.comm_args.get(r, {})]
+    if not rows:
+        return []
+    eps = _tolerance_us(ev.ts_us)
+    bw_first: dict[tuple[int, int], dict[str, float]] = {}
+    items: list[tuple[str, int | None, int | None]] = []
+    for row in rows:
+        key = (int(ev.rank[row]), int(ev.step[row]))
+        mods = bw_first.get(key)
+        if mods is None:
+            mods = bw_first[key] = {}
+            for r in trace.step_rows(*key).tolist():
+                name = trace.name_of(r)
+                if name.startswith("BW."):
+                    m = name[3:]
+                    mods[m] = min(mods.get(m, float("inf")), float(ev.ts_us[r]))
+        if not mods:
+            continue
+        params = trace.comm_args[row].get("params") or []
+        owners = [str(p).rsplit(".", 1)[0] for p in params]
+        found = [(mods[o], o) for o in owners if o in mods]
+        start, producer = min(found) if found else min((t, m) for m, t in mods.items())
+        ts = float(ev.ts_us[row])
+        if ts < start - eps:
+            items.append((f"{_label(trace, row)} starts {start - ts:.3f} us before BW.{producer}, "
+                          f"the backward producing its first gradient", key[0], row))
+    return _capped("gradient_comm_order", "error", items)
+
+
 ALL_RULES: tuple[Rule, ...] = (
     check_times, check_steps, check_dags, check_ranks, check_overlaps, check_comm_fields,
-    check_collective_matching,
+    check_collective_matching, check_gradient_comm_order,
 )
 FATAL_RULES: tuple[Rule, ...] = (check_times, check_steps, check_dags)
 """The rules whose errors the loader raises on (cheap, vectorised)."""
