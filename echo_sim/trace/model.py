@@ -23,6 +23,8 @@ import numpy as np
 __all__ = [
     "CAT_NAMES",
     "COLLECTIVES",
+    "MAX_STEP",
+    "MAX_WORLD_SIZE",
     "Cat",
     "Counters",
     "Events",
@@ -62,6 +64,12 @@ COLLECTIVES: tuple[str, ...] = (
 """Collective type names; ``Events.coll`` holds an index into this tuple (-1: not a Comm)."""
 
 _COLL_INDEX = {c: i for i, c in enumerate(COLLECTIVES)}
+
+MAX_WORLD_SIZE = 1 << 20
+"""Largest world size (and rank + 1) a loader accepts: 1,048,576 processes. Claimed sizes
+are range-checked against it so nothing allocates per rank for a corrupt 10^12."""
+MAX_STEP = (1 << 31) - 1
+"""Largest step number (the ``step`` column is int32)."""
 
 # Column name -> numpy dtype, and the value a row gets when the loader gives none.
 _COLUMNS: dict[str, tuple[type, Any]] = {
@@ -176,7 +184,9 @@ class Trace:
     ``dags`` holds the per-rank ``dag.gml`` graphs a loader found (may be empty: the
     dependency rules in :mod:`echo_sim.trace.graph` rebuild them from the events).
     ``comm_args`` keeps the free-form args of Comm events (DDP bucket parameter names),
-    keyed by event row.
+    keyed by event row. ``notes`` are one-line warnings the loader gave while reading
+    (steps dropped from a crashed run, a combined trace split back into ranks), for the CLI
+    to print.
     """
 
     events: Events
@@ -191,6 +201,7 @@ class Trace:
     comm_args: dict[int, dict[str, Any]] = field(default_factory=dict)
     source_format: str = "echo"
     source: str = ""
+    notes: list[str] = field(default_factory=list)
 
     # ----------------------------------------------------------------- lookups
     @property
@@ -241,6 +252,17 @@ class Trace:
     def group_of(self, row: int) -> tuple[int, ...] | None:
         g = int(self.events.group[row])
         return self.groups[g] if g >= 0 else None
+
+    def keep_steps(self, steps: Sequence[int]) -> None:
+        """Keep only events of ``steps`` (and those outside any step); set ``self.steps``."""
+        self.steps = sorted(int(s) for s in steps)
+        ev = self.events
+        keep = (ev.step < 0) | np.isin(ev.step, np.asarray(self.steps, dtype=np.int64))
+        if keep.all():
+            return
+        new_row = np.cumsum(keep) - 1
+        self.events = ev.take(keep)
+        self.comm_args = {int(new_row[r]): a for r, a in self.comm_args.items() if keep[r]}
 
     def iter_rank_steps(self) -> Iterator[tuple[int, int]]:
         for rank in sorted(self.ranks):
