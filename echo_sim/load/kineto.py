@@ -23,8 +23,10 @@ How profiler events map onto the trace model (the profiler has no notion of FW/B
 
 from __future__ import annotations
 
+import math
 import re
-from collections import defaultdict
+from bisect import bisect_right
+from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -35,8 +37,10 @@ from echo_sim.errors import TraceFormatError
 from echo_sim.load.byteprofile import comm_lanes
 from echo_sim.load.discover import RankSource
 from echo_sim.load.jsonio import read_trace_events
-from echo_sim.trace.model import Cat, RankInfo, Trace, TraceBuilder
-from echo_sim.trace.validate import common_steps
+from echo_sim.textsafe import safe_text
+from echo_sim.trace.model import MAX_STEP, MAX_WORLD_SIZE, Cat, RankInfo, Trace, TraceBuilder
+from echo_sim.trace.steps import complete_steps
+from echo_sim.trace.validate import MAX_TIME_US
 
 __all__ = ["DTYPE_BYTES", "collective_of", "load_kineto"]
 
@@ -63,8 +67,11 @@ _COLLECTIVE = {
 }
 _CPU_CATS = frozenset({"cpu_op", "user_annotation", "python_function"})
 _GPU_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
+_GPU_SIDE = frozenset({"gpu_user_annotation", "kernel", "gpu_memcpy", "gpu_memset"})
 _EVAL = "autograd::engine::evaluate_function: "
 _OPT = re.compile(r"^Optimizer\.step#(\w+)\.step$")
+_NUMBER = (int, float)
+_MAX_STREAM = 1 << 20  # GPU stream ids above this are not streams: they go on tid 200
 
 
 def collective_of(name: str) -> str | None:
@@ -77,13 +84,13 @@ def collective_of(name: str) -> str | None:
     return _COLLECTIVE.get(base.replace("_", "").lower())
 
 
-def _numel(dims: Any) -> int:
+def _numel(dims: Any, depth: int = 0) -> int:
     """Largest tensor (elements) in a profiler ``Input Dims`` value (nested lists)."""
-    if isinstance(dims, list) and dims and all(isinstance(d, int) for d in dims):
-        return int(np.prod(dims))
-    if isinstance(dims, list):
-        return max((_numel(d) for d in dims), default=0)
-    return 0
+    if not isinstance(dims, list) or depth > 8:
+        return 0
+    if dims and all(type(d) is int and 0 <= d < 1 << 40 for d in dims):
+        return min(math.prod(dims), 1 << 50)
+    return max((_numel(d, depth + 1) for d in dims), default=0)
 
 
 def _dtype_size(types: Any) -> int | None:
@@ -109,9 +116,14 @@ class _Ev:
 
     def __init__(self, e: dict[str, Any]) -> None:
         self.name: str = e["name"]
-        self.cat: str = e.get("cat") or ""
-        self.ts = float(e["ts"])
-        self.dur = float(e.get("dur", 0.0))
+        cat = e.get("cat") or ""
+        self.cat: str = cat if type(cat) is str else ""
+        ts, dur = e["ts"], e.get("dur", 0.0)
+        if type(ts) not in _NUMBER or type(dur) not in _NUMBER:
+            raise TypeError(f"'ts'/'dur' are {safe_text(repr(ts)[:40])}/"
+                            f"{safe_text(repr(dur)[:40])}, expected numbers")
+        self.ts = float(ts)
+        self.dur = float(dur)
         self.end = self.ts + self.dur
         self.tid = e.get("tid")
         args = e.get("args")
@@ -127,10 +139,16 @@ def _parse(f: Path, events: list[Any]) -> list[_Ev]:
             continue
         try:
             ev = _Ev(e)
-        except (KeyError, TypeError, ValueError) as err:
-            raise TraceFormatError(f"{f}: traceEvents[{i}] is malformed ({err!r})") from None
-        if not isinstance(ev.name, str) or not (np.isfinite(ev.ts) and np.isfinite(ev.dur)):
-            raise TraceFormatError(f"{f}: traceEvents[{i}] has a bad name or time")
+        except (KeyError, TypeError, ValueError, OverflowError) as err:
+            raise TraceFormatError(f"{f}: traceEvents[{i}] is malformed "
+                                   f"({safe_text(str(err)[:120])})") from None
+        if not isinstance(ev.name, str):
+            raise TraceFormatError(f"{f}: traceEvents[{i}] has no string 'name'")
+        if not (math.isfinite(ev.ts) and abs(ev.ts) <= MAX_TIME_US
+                and math.isfinite(ev.dur) and 0 <= ev.dur <= MAX_TIME_US):
+            raise TraceFormatError(f"{f}: traceEvents[{i}] ({safe_text(ev.name[:60])}) has "
+                                   f"ts {ev.ts!r} / dur {ev.dur!r} us (expected finite, "
+                                   f"|ts| and dur <= {MAX_TIME_US:.0f}, dur >= 0)")
         out.append(ev)
     return out
 
@@ -163,12 +181,17 @@ class _Rank:
         dist = top.get("distributedInfo")
         self.dist: dict[str, Any] = dist if isinstance(dist, dict) else {}
         rank, world = self.dist.get("rank", index), self.dist.get("world_size")
-        if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
-            raise TraceFormatError(f"{f}: distributedInfo.rank is {rank!r}, expected an int")
+        if type(rank) is not int or not 0 <= rank < MAX_WORLD_SIZE:
+            raise TraceFormatError(f"{f}: distributedInfo.rank is {safe_text(repr(rank)[:40])}, "
+                                   f"expected an integer 0..{MAX_WORLD_SIZE - 1}")
+        if world is not None and (type(world) is not int or not 0 < world <= MAX_WORLD_SIZE):
+            raise TraceFormatError(f"{f}: distributedInfo.world_size is "
+                                   f"{safe_text(repr(world)[:40])}, expected an integer "
+                                   f"1..{MAX_WORLD_SIZE}")
         self.rank = rank
-        self.world = world if isinstance(world, int) and not isinstance(world, bool) else None
+        self.world: int | None = world
         base = top.get("baseTimeNanoseconds", 0)
-        self.base_ns = base if isinstance(base, int) and not isinstance(base, bool) else 0
+        self.base_ns = base if type(base) is int and 0 <= base < 1 << 63 else 0
         self.evs = _parse(f, events)
 
     def default_group(self) -> tuple[int, ...] | None:
@@ -179,16 +202,27 @@ class _Rank:
 
 
 def _steps(evs: list[_Ev]) -> tuple[list[tuple[float, float, int]], Any]:
+    """``ProfilerStep#N`` spans of the CPU thread that records them, and that thread.
+
+    Only CPU-side slices count: ROCm (and recent CUDA) profiles also mirror each step as a
+    ``gpu_user_annotation`` per GPU stream, whose span covers just that stream's kernels;
+    taking those as step bounds halved the iteration time of a MI250 trace.
+    """
     marks = []
     for e in evs:
-        if e.name.startswith("ProfilerStep#"):
-            try:
-                marks.append((e.ts, e.end, int(e.name.split("#", 1)[1]), e.tid))
-            except ValueError:
-                continue
-    marks.sort()
+        if e.name.startswith("ProfilerStep#") and e.cat not in _GPU_SIDE:
+            num = e.name[len("ProfilerStep#"):]
+            if num.isdigit() and len(num) <= 10 and int(num) <= MAX_STEP:
+                marks.append((e.ts, e.end, int(num), e.tid))
+    marks.sort(key=lambda m: (m[0], -m[1]))
     main_tid = marks[0][3] if marks else _busiest_tid(evs)
-    return [(a, b, n) for a, b, n, _ in marks], main_tid
+    seen: set[int] = set()
+    out = []
+    for a, b, n, tid in marks:
+        if tid == main_tid and n not in seen:
+            seen.add(n)
+            out.append((a, b, n))
+    return out, main_tid
 
 
 def _busiest_tid(evs: list[_Ev]) -> Any:
@@ -245,6 +279,8 @@ def _add_rank(b: TraceBuilder, r: _Rank, shift_us: float) -> list[int]:
     opt = [e for e in cpu if _OPT.match(e.name)]
     comm, comm_kind = _comm_events(r)
     busy = sorted([(e.ts, e.end) for e in bw + opt + comm])
+    busy_start = [a for a, _ in busy]
+    busy_reach = list(np.maximum.accumulate([z for _, z in busy])) if busy else []
     for e in bw:
         add(e, "BW." + e.name[len(_EVAL):], Cat.BW, 0)
     for e in opt:
@@ -256,7 +292,9 @@ def _add_rank(b: TraceBuilder, r: _Rank, shift_us: float) -> list[int]:
         first_bw[s] = min(first_bw.get(s, np.inf), e.ts)
 
     def inside_busy(e: _Ev) -> bool:
-        return any(a <= e.ts and e.end <= z for a, z in busy)
+        # some busy span starting at or before e.ts reaches e.end: O(log n), sorted once
+        i = bisect_right(busy_start, e.ts) - 1
+        return i >= 0 and busy_reach[i] >= e.end
 
     modules = [e for e in cpu if e.name.startswith("nn.Module: ")]
     if modules:
@@ -278,7 +316,7 @@ def _add_rank(b: TraceBuilder, r: _Rank, shift_us: float) -> list[int]:
     comm_ids = {id(e) for e in comm}
     for e in r.evs:
         if e.cat in _GPU_CATS and id(e) not in comm_ids:
-            stream = e.tid if isinstance(e.tid, int) and not isinstance(e.tid, bool) else 0
+            stream = e.tid if type(e.tid) is int and 0 <= e.tid <= _MAX_STREAM else 0
             add(e, e.name, Cat.OTHER, 200 + stream)
     return sorted(set(nums)) if marks else [0]
 
@@ -287,15 +325,15 @@ def _add_comm(b: TraceBuilder, r: _Rank, comm: list[_Ev], kind: str,
               add: Callable[..., None]) -> None:
     comm = sorted(comm, key=lambda e: e.ts)
     # gloo:/nccl: execution slices, per collective type, to stretch c10d issue events
-    execs: dict[str, list[_Ev]] = defaultdict(list)
+    execs: dict[str, deque[_Ev]] = defaultdict(deque)
     if kind == "c10d":
         for e in r.evs:
             if e.cat == "user_annotation" and e.name.startswith(("gloo:", "nccl:")):
                 c = collective_of(e.name)
                 if c:
                     execs[c].append(e)
-        for v in execs.values():
-            v.sort(key=lambda e: e.ts)
+        for c, v in execs.items():
+            execs[c] = deque(sorted(v, key=lambda e: e.ts))
     default = r.default_group()
     seq_count: dict[Any, int] = defaultdict(int)
     rows = []
@@ -306,16 +344,16 @@ def _add_comm(b: TraceBuilder, r: _Rank, comm: list[_Ev], kind: str,
         end = e.end
         dtype_size = _dtype_size(a.get("dtype")) or _dtype_size(a.get("Input type"))
         nelems = max((v for v in (a.get("In msg nelems"), a.get("Out msg nelems"))
-                      if isinstance(v, int) and not isinstance(v, bool)), default=None)
+                      if type(v) is int and 0 <= v < 1 << 50), default=None)
         if kind == "c10d" and coll is not None and execs[coll]:
-            x = execs[coll].pop(0)
+            x = execs[coll].popleft()
             end = max(end, x.end)
             dtype_size = _dtype_size(x.args.get("Input type")) or dtype_size
         if nelems is None:
             nelems = _numel(a.get("Input Dims"))
         group = _ranks_list(a.get("Process Group Ranks")) or default
         seq = a.get("Seq")
-        if not isinstance(seq, int) or isinstance(seq, bool):
+        if type(seq) is not int or not 0 <= seq < 1 << 62:
             seq = seq_count[group]
             seq_count[group] += 1
         rows.append((e, end, coll, nelems * (dtype_size or 4), group, seq,
@@ -351,4 +389,9 @@ def load_kineto(sources: Sequence[RankSource], *, source: str = "",
             meta={"format": "kineto", "distributedInfo": r.dist},
         )
         step_sets[r.rank] = _add_rank(b, r, shift)
-    return b.build(steps=common_steps(step_sets, source))
+    steps, notes = complete_steps(step_sets, source=source)
+    trace = b.build(steps=steps)
+    if notes:
+        trace.notes.extend(notes)
+        trace.keep_steps(steps)
+    return trace

@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from echo_sim.textsafe import safe_text
+
 __all__ = [
     "CAT_NAMES",
     "COLLECTIVES",
@@ -400,13 +402,13 @@ class TraceBuilder:
             steps = sorted({int(s) for s in np.unique(events.step) if s >= 0})
         return Trace(
             events=events,
-            names=list(self._names),
+            names=[safe_text(n) for n in self._names],
             ranks=dict(sorted(self.ranks.items())),
             steps=list(steps),
             groups=list(self._groups),
-            kinds=list(self._kinds),
+            kinds=[safe_text(k) for k in self._kinds],
             counters=counters,
-            counter_names=list(self._counter_names),
+            counter_names=[safe_text(c) for c in self._counter_names],
             dags=self.dags,
             comm_args=comm_args,
             source_format=self.source_format,

@@ -24,6 +24,7 @@ __all__ = [
     "ALL_RULES",
     "FATAL_RULES",
     "MAX_EXAMPLES",
+    "MAX_TIME_US",
     "Rule",
     "Violation",
     "check_collective_matching",
@@ -39,6 +40,9 @@ __all__ = [
 ]
 
 MAX_EXAMPLES = 5
+MAX_TIME_US = float(1 << 53)
+"""Largest |timestamp| and duration accepted (2^53 µs, ~285 years): past it float64 cannot
+hold a microsecond, and the sums replay makes overflow (``ts: 1e308`` printed -1,531 ms)."""
 
 
 def _tolerance_us(ts: np.ndarray) -> float:
@@ -87,15 +91,20 @@ def _label(trace: Trace, row: int) -> str:
 
 # ---------------------------------------------------------------------------- rules
 def check_times(trace: Trace) -> list[Violation]:
-    """Every event has a finite start and a finite, non-negative duration (error)."""
+    """Every event has a finite start and a finite, non-negative duration, both within
+    :data:`MAX_TIME_US` (error)."""
     ev = trace.events
-    bad_ts = ~np.isfinite(ev.ts_us) | ~np.isfinite(ev.dur_us)
+    bad_ts = (~np.isfinite(ev.ts_us) | ~np.isfinite(ev.dur_us)
+              | (np.abs(ev.ts_us) > MAX_TIME_US) | (ev.dur_us > MAX_TIME_US))
     neg = np.isfinite(ev.dur_us) & (ev.dur_us < 0)
-    items = [(f"{_label(trace, int(r))}: non-finite time", int(ev.rank[r]), int(r))
+    finite = np.isfinite(ev.ts_us) & np.isfinite(ev.dur_us)
+    items = [(f"{_label(trace, int(r))}: " + (
+        f"time out of range (ts {float(ev.ts_us[r])!r}, dur {float(ev.dur_us[r])!r} us; "
+        f"limit {MAX_TIME_US:.0f})" if finite[r] else "non-finite time"), int(ev.rank[r]), int(r))
              for r in np.flatnonzero(bad_ts)[: MAX_EXAMPLES + 1]]
     items += [(f"{_label(trace, int(r))}: negative duration {float(ev.dur_us[r]):.3f} us",
-               int(ev.rank[r]), int(r)) for r in np.flatnonzero(neg)[: MAX_EXAMPLES + 1]]
-    total = int(bad_ts.sum() + neg.sum())
+               int(ev.rank[r]), int(r)) for r in np.flatnonzero(neg & ~bad_ts)[: MAX_EXAMPLES + 1]]
+    total = int((bad_ts | neg).sum())
     out = _capped("times", "error", items[:MAX_EXAMPLES])
     if total > MAX_EXAMPLES:
         out.append(Violation("times", "error", f"... and {total - MAX_EXAMPLES} more"))
