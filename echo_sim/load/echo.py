@@ -38,11 +38,15 @@ from echo_sim.load.echo_columns import CAT_BY_LABEL, ColumnBuilder, Interner, Ra
 from echo_sim.load.echo_meta import base_ns, meta_steps, rank_info, read_meta
 from echo_sim.load.gml import read_dag
 from echo_sim.load.jsonio import read_trace_event_chunks
-from echo_sim.trace.model import Counters, Events, RankInfo, Trace
+from echo_sim.trace.model import MAX_WORLD_SIZE, Counters, Events, RankInfo, Trace
 from echo_sim.trace.steps import complete_steps
 
-__all__ = ["CAT_BY_LABEL", "RankPart", "default_workers", "load_echo", "occurrences",
+__all__ = ["CAT_BY_LABEL", "COMBINED_FORMAT_PREFIX", "RankPart", "default_workers", "load_echo", "occurrences",
            "read_dag", "read_rank"]
+
+
+COMBINED_FORMAT_PREFIX = "echo-combined"
+"""``otherData.format`` of a trace written by :func:`echo_sim.analysis.combine.combine`."""
 
 
 @dataclass
@@ -61,10 +65,12 @@ class RankPart:
     series: list[str]
     dag: nx.DiGraph | None
     base_ns: int = 0  # the file's baseTimeNanoseconds: its ts are µs since then
+    combined: bool = False  # split from a combined trace (pid = rank)
 
 
-def read_rank(index: int, src: RankSource) -> RankPart:
-    """Read one echo rank directory (meta.json, trace.json[.gz], dag.gml)."""
+def read_rank(index: int, src: RankSource) -> list[RankPart]:
+    """Read one echo rank directory (meta.json, trace.json[.gz], dag.gml): one part, or one
+    per rank for a trace ``echo_sim combine`` wrote (``otherData.format`` echo-combined)."""
     # Speed shortcut: the cyclic GC would scan the ~10^5 fresh containers orjson creates
     # per batch again and again (it halves parse time); nothing here builds cycles.
     was_enabled = gc.isenabled()
@@ -76,10 +82,9 @@ def read_rank(index: int, src: RankSource) -> RankPart:
             gc.enable()
 
 
-def _read_rank(index: int, src: RankSource) -> RankPart:
+def _read_rank(index: int, src: RankSource) -> list[RankPart]:
     meta = read_meta(src)
     names, kinds, groups, series = Interner(), Interner(), Interner(), Interner()
-    rank_hint = meta.get("rank", index) if type(meta.get("rank", index)) is int else index
     cols = ColumnBuilder(src.trace_file, 0, names, kinds, groups, series)
 
     def consume(events: list[Any]) -> None:
@@ -91,14 +96,48 @@ def _read_rank(index: int, src: RankSource) -> RankPart:
 
     top = read_trace_event_chunks(src.trace_file, consume, cols.reset)
     other = top.get("otherData") if isinstance(top.get("otherData"), dict) else {}
-    info = rank_info(src, meta, other or {}, index)
-    del rank_hint
+    other = other or {}
+    info = rank_info(src, meta, other, index)
     cols.rank = info.rank
     table = cols.finish()
     base = base_ns(src, top, meta)
     dag = read_dag(src.dag_file) if src.dag_file is not None else None
-    return RankPart(info, table, names.values(), kinds.values(), groups.values(),
-                    series.values(), dag, base)
+    lists = (names.values(), kinds.values(), groups.values(), series.values())
+    if str(other.get("format", "")).startswith(COMBINED_FORMAT_PREFIX):
+        shift = other.get("base_time_ns", 0)
+        if type(shift) is not int or not 0 <= shift < 1 << 63:
+            raise TraceFormatError(f"{src.trace_file}: otherData.base_time_ns is "
+                                   f"{shift!r}, expected a non-negative integer (ns)")
+        return _split_combined(src, info, table, cols, lists, base + shift)
+    return [RankPart(info, table, *lists, dag, base)]
+
+
+def _split_combined(src: RankSource, info: RankInfo, table: RankTable, cols: ColumnBuilder,
+                    lists: tuple[list[Any], list[Any], list[Any], list[Any]],
+                    base: int) -> list[RankPart]:
+    """A trace ``echo_sim combine`` wrote (pid = rank) split back into its ranks."""
+    pid = cols.pid
+    if pid.size and (pid.min() < 0 or pid.max() >= MAX_WORLD_SIZE):
+        raise TraceFormatError(f"{src.trace_file}: combined trace with pid "
+                               f"{int(pid.min() if pid.min() < 0 else pid.max())}, expected "
+                               f"ranks 0..{MAX_WORLD_SIZE - 1}")
+    ranks = np.unique(pid).tolist()
+    world = max(info.world_size, (max(ranks) + 1) if ranks else 1)
+    bounds = np.searchsorted(pid, ranks + [MAX_WORLD_SIZE]).tolist()
+    parts = []
+    for k, r in enumerate(ranks):
+        lo, hi = bounds[k], bounds[k + 1]
+        sub = {c: v[lo:hi].copy() for c, v in table.cols.items()}
+        sub["rank"][:] = r
+        comm = {row - lo: a for row, a in table.comm_args.items() if lo <= row < hi}
+        keep = cols.counter_pid == r
+        counters = (table.counters[0][keep], table.counters[1][keep], table.counters[2][keep])
+        rinfo = RankInfo(rank=r, world_size=world, host=info.host, device=info.device,
+                         backend=info.backend, source=f"{src.trace_file} (pid {r})",
+                         meta={"format": COMBINED_FORMAT_PREFIX, "combined": True})
+        parts.append(RankPart(rinfo, RankTable(sub, comm, counters), *lists, None, base,
+                              combined=True))
+    return parts
 
 
 def _rebase(parts: list[RankPart]) -> None:
@@ -115,7 +154,7 @@ def _rebase(parts: list[RankPart]) -> None:
             p.table.counters = (ts + shift_us, sid, val)
 
 
-def _read_rank_star(job: tuple[int, RankSource]) -> RankPart:
+def _read_rank_star(job: tuple[int, RankSource]) -> list[RankPart]:
     return read_rank(*job)
 
 
@@ -183,14 +222,14 @@ def load_echo(sources: Sequence[RankSource], *, source: str = "",
     if n_workers > 1:
         # spawn, not fork: the caller may hold threads (tqdm, torch) that fork would copy
         pool = ProcessPoolExecutor(n_workers, mp_context=mp.get_context("spawn"))
-        parts_iter: Iterable[RankPart] = pool.map(_read_rank_star, jobs)
+        parts_iter: Iterable[list[RankPart]] = pool.map(_read_rank_star, jobs)
     else:
         parts_iter = (read_rank(i, s) for i, s in jobs)
     names, kinds, groups, series = Interner(), Interner(), Interner(), Interner()
     parts: list[RankPart] = []
     ranks: dict[int, RankInfo] = {}
     try:
-        for part in wrap(parts_iter):
+        for part in (p for got in wrap(parts_iter) for p in got):
             info = part.info
             if info.rank in ranks:
                 raise TraceFormatError(
@@ -235,6 +274,10 @@ def load_echo(sources: Sequence[RankSource], *, source: str = "",
         step_sets.setdefault(p.info.rank, [])
     partial, complete = _meta_step_claims(parts)
     steps, notes = complete_steps(step_sets, partial=partial, complete=complete, source=source)
+    n_combined = sum(p.combined for p in parts)
+    if n_combined:
+        notes.insert(0, f"{source}: a combined trace (echo_sim combine): read back as its "
+                        f"{n_combined} ranks (pid = rank)")
     dags = {p.info.rank: p.dag for p in parts if p.dag is not None}
     trace = Trace(
         events=table, names=names.values(), ranks=dict(sorted(ranks.items())),

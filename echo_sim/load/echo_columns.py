@@ -118,6 +118,7 @@ class ColumnBuilder:
         self._parts: list[dict[str, np.ndarray]] = []
         self._comm_args: dict[int, dict[str, Any]] = {}
         self._counters: tuple[list[float], list[int], list[float]] = ([], [], [])
+        self._counter_pid: list[int] = []
         self._n = 0
         self._seen = 0
 
@@ -165,6 +166,11 @@ class ColumnBuilder:
             "flops": _numbers([a.get("flops", 0.0) for a in args], "args.flops"),
         }
         cols.update(self._comm(cat, args, n))
+        pids = [e.get("pid", 0) for e in xs]
+        cols["pid"] = (np.asarray(pids, np.int64) if set(map(type, pids)) <= _INT
+                       and (not pids or -(1 << 62) < min(pids) <= max(pids) < 1 << 62)
+                       else np.full(n, -1, np.int64))
+        del pids
         self._parts.append(cols)
         for e in cs:
             t = e["ts"]
@@ -173,6 +179,7 @@ class ColumnBuilder:
             for key, v in (e.get("args") or _EMPTY).items():
                 if type(v) not in _NUMBER:
                     raise ValueError(f"counter {key!r} is {v!r}, expected a number")
+                self._counter_pid.append(e.get("pid", 0) if type(e.get("pid")) is int else -1)
                 self._counters[0].append(float(t))
                 self._counters[1].append(self.series.one(safe_text(str(key))))
                 self._counters[2].append(float(v))
@@ -208,19 +215,24 @@ class ColumnBuilder:
         """The rank's columns joined, sorted by time, with missing ``occ`` numbered."""
         parts = self._parts
         keys = ("step", "cat", "name", "tid", "ts_us", "dur_us", "occ", "coll", "nbytes",
-                "group", "seq", "peer", "kind", "param_bytes", "in_bytes", "out_bytes", "flops")
+                "group", "seq", "peer", "kind", "param_bytes", "in_bytes", "out_bytes", "flops",
+                "pid")
         if len(parts) == 1:
             cols = parts[0]
         elif parts:
             cols = {k: np.concatenate([p[k] for p in parts]) for k in keys}
         else:
-            cols = {k: np.zeros(0, np.float64 if k in ("ts_us", "dur_us", "flops") else np.int32)
+            cols = {k: np.zeros(0, np.float64 if k in ("ts_us", "dur_us", "flops") else np.int64)
                     for k in keys}
         self._parts = []
         n = int(cols["ts_us"].shape[0])
-        order = np.argsort(cols["ts_us"], kind="stable")
+        pid = cols.pop("pid")
+        # by pid, then time: a combined trace (pid = rank) splits into contiguous ranks
+        order = (np.lexsort((cols["ts_us"], pid)) if n and pid.min() != pid.max()
+                 else np.argsort(cols["ts_us"], kind="stable"))
         cols = {k: v[order] for k, v in cols.items()}
         cols["rank"] = np.full(n, self.rank, np.int32)
+        self.pid: np.ndarray = pid[order]  # source pid per row (-1: not integers)
         if n and (cols["occ"] < 0).any():
             missing = cols["occ"] < 0
             cols["occ"][missing] = occurrences(cols["step"], cols["name"])[missing]
@@ -230,6 +242,7 @@ class ColumnBuilder:
         c_ts, c_series, c_value = self._counters
         counters = (np.asarray(c_ts, np.float64), np.asarray(c_series, np.int32),
                     np.asarray(c_value, np.float64))
+        self.counter_pid: np.ndarray = np.asarray(self._counter_pid, np.int64)
         return RankTable(cols, comm_args, counters)
 
 
