@@ -98,6 +98,9 @@ def _read_rank(index: int, src: RankSource) -> list[RankPart]:
     other = top.get("otherData") if isinstance(top.get("otherData"), dict) else {}
     other = other or {}
     info = rank_info(src, meta, other, index)
+    info.file_meta = {k: other[k] for k in ("rank", "world_size") if k in other}
+    if "baseTimeNanoseconds" in top:
+        info.file_meta["baseTimeNanoseconds"] = top["baseTimeNanoseconds"]
     cols.rank = info.rank
     table = cols.finish()
     base = base_ns(src, top, meta)

@@ -176,6 +176,9 @@ class RankInfo:
     clock_offset_us: float = 0.0
     source: str = ""  # the file or directory this rank was read from
     meta: dict[str, Any] = field(default_factory=dict)  # the full meta.json, or {}
+    # what the trace file itself says of its rank (echo: trace.json's otherData and
+    # baseTimeNanoseconds), for cross-checking against meta.json
+    file_meta: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

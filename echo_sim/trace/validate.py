@@ -1,6 +1,8 @@
 """Trace validation as a list of rules, shared by the loaders and ``echo_sim validate``.
 
-Each rule is ``check_*(trace) -> list[Violation]``. Errors make a trace unusable (the
+Each rule is ``check_*(trace) -> list[Violation]``. ``check_meta`` cross-checks meta.json
+against trace.json (an interrupted overwrite leaves a new trace next to the old meta: rank,
+world size, clock base and steps then disagree); ``check_notes`` reports the loader's notes. Errors make a trace unusable (the
 loader raises on them); warnings describe traces every analysis can still read (a rank
 missing from a partial copy, Perfetto-hostile overlapping slices, Comm events a foreign
 format leaves without sizes). Rules are vectorised over the event columns, so validating
@@ -18,7 +20,8 @@ from typing import Any
 import numpy as np
 
 from echo_sim.errors import TraceFormatError, TraceMismatchError
-from echo_sim.trace.model import COLLECTIVES, Trace
+from echo_sim.trace.model import COLLECTIVES, Cat, Trace
+from echo_sim.trace.steps import ranges
 
 __all__ = [
     "ALL_RULES",
@@ -30,6 +33,8 @@ __all__ = [
     "check_collective_matching",
     "check_comm_fields",
     "check_dags",
+    "check_meta",
+    "check_notes",
     "check_overlaps",
     "check_ranks",
     "check_steps",
@@ -190,14 +195,26 @@ def check_steps(trace: Trace) -> list[Violation]:
 
 
 def check_ranks(trace: Trace) -> list[Violation]:
-    """Ranks 0..world_size-1 are all present (warning: a partial copy is still readable)."""
+    """Ranks 0..world_size-1 are all present (warning: a partial copy is still readable).
+
+    Works on the gaps between present ranks, never on ``range(world_size)``: a corrupt
+    world size costs nothing.
+    """
     world = trace.world_size
-    missing = sorted(set(range(world)) - set(trace.ranks))
+    present = sorted(r for r in trace.ranks if 0 <= r < world)
     extra = sorted(r for r in trace.ranks if r >= world)
+    gaps: list[str] = []
+    n_missing = world - len(present)
+    prev = -1
+    for r in present + [world]:
+        if r > prev + 1 and len(gaps) < 8:
+            gaps.append(str(prev + 1) if r == prev + 2 else f"{prev + 1}-{r - 1}")
+        prev = r
     out = []
-    if missing:
-        out.append(Violation("ranks", "warning",
-                             f"world size {world} but ranks {_ranges(missing)} are missing"))
+    if n_missing > 0:
+        more = f",... ({n_missing} in all)" if len(gaps) == 8 else ""
+        out.append(Violation("ranks", "warning", f"world size {world} but ranks "
+                             f"{','.join(gaps)}{more} are missing"))
     if extra:
         out.append(Violation("ranks", "warning", f"ranks {_ranges(extra)} >= world size {world}"))
     return out
@@ -272,9 +289,63 @@ def check_dags(trace: Trace) -> list[Violation]:
     return out
 
 
+# ------------------------------------------------------------- meta.json vs trace
+_HINT = "meta.json and trace.json come from different runs (an interrupted overwrite?)"
+
+
+def _markers(trace: Trace) -> dict[int, set[int]]:
+    ev = trace.events
+    rows = np.flatnonzero((ev.cat == Cat.STEP) & (ev.step >= 0))
+    out: dict[int, set[int]] = {}
+    for r, s in zip(ev.rank[rows].tolist(), ev.step[rows].tolist(), strict=True):
+        out.setdefault(int(r), set()).add(int(s))
+    return out
+
+
+def check_meta(trace: Trace) -> list[Violation]:
+    """meta.json agrees with trace.json on rank, world size, clock base and steps (error)."""
+    out: list[Violation] = []
+    markers = _markers(trace)
+    analysed = set(trace.steps)
+    worlds: dict[int, list[int]] = {}
+    for rank, info in sorted(trace.ranks.items()):
+        meta, file = info.meta, info.file_meta
+        if not meta or meta.get("format") not in (None, "echo-trace/1"):
+            continue
+        for key_meta, key_file in (("rank", "rank"), ("world_size", "world_size"),
+                                   ("base_time_ns", "baseTimeNanoseconds")):
+            if key_meta in meta and key_file in file and meta[key_meta] != file[key_file]:
+                out.append(Violation(
+                    "meta", "error", f"rank {rank}: meta.json {key_meta} {meta[key_meta]!r} "
+                    f"!= trace.json {key_file} {file[key_file]!r}: {_HINT}", rank))
+        if type(meta.get("world_size")) is int:
+            worlds.setdefault(meta["world_size"], []).append(rank)
+        claimed = meta.get("steps")
+        if isinstance(claimed, list) and rank in markers:
+            extra = sorted(markers[rank] - set(claimed))
+            missing = sorted((set(claimed) & analysed) - markers[rank])
+            if extra or missing:
+                what = "; ".join(
+                    ([f"trace.json has steps {ranges(extra)} meta.json does not list"]
+                     if extra else [])
+                    + ([f"meta.json lists steps {ranges(missing)} trace.json lacks"]
+                       if missing else []))
+                out.append(Violation("meta", "error", f"rank {rank}: {what}: {_HINT}", rank))
+    if len(worlds) > 1:
+        shown = "; ".join(f"{w} on ranks {ranges(sorted(r))}" for w, r in sorted(worlds.items()))
+        out.append(Violation("meta", "error", f"meta.json world_size differs across ranks: "
+                                              f"{shown}"))
+    return out
+
+
+def check_notes(trace: Trace) -> list[Violation]:
+    """What the loader warned about while reading (warning)."""
+    return [Violation("load", "warning", note) for note in trace.notes]
+
+
 ALL_RULES: tuple[Rule, ...] = (
-    check_times, check_steps, check_dags, check_ranks, check_overlaps, check_comm_fields,
-    check_collective_matching,
+    check_times, check_steps, check_dags, check_meta, check_ranks, check_overlaps,
+    check_comm_fields, check_collective_matching, check_notes,
 )
 FATAL_RULES: tuple[Rule, ...] = (check_times, check_steps, check_dags)
 """The rules whose errors the loader raises on (cheap, vectorised)."""
