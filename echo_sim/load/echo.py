@@ -38,7 +38,7 @@ from echo_sim.load.echo_columns import CAT_BY_LABEL, ColumnBuilder, Interner, Ra
 from echo_sim.load.echo_meta import base_ns, meta_steps, rank_info, read_meta
 from echo_sim.load.gml import read_dag
 from echo_sim.load.jsonio import read_trace_event_chunks
-from echo_sim.trace.model import MAX_WORLD_SIZE, Counters, Events, RankInfo, Trace
+from echo_sim.trace.model import MAX_WORLD_SIZE, Cat, Counters, Events, RankInfo, Trace
 from echo_sim.trace.steps import complete_steps
 
 __all__ = ["CAT_BY_LABEL", "COMBINED_FORMAT_PREFIX", "RankPart", "default_workers", "load_echo", "occurrences",
@@ -103,6 +103,8 @@ def _read_rank(index: int, src: RankSource) -> list[RankPart]:
         info.file_meta["baseTimeNanoseconds"] = top["baseTimeNanoseconds"]
     cols.rank = info.rank
     table = cols.finish()
+    is_marker = (table.cols["cat"] == int(Cat.STEP)) & (table.cols["step"] >= 0)
+    info.file_meta["step_markers"] = np.unique(table.cols["step"][is_marker]).tolist()
     base = base_ns(src, top, meta)
     dag = read_dag(src.dag_file) if src.dag_file is not None else None
     lists = (names.values(), kinds.values(), groups.values(), series.values())

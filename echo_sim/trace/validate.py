@@ -306,7 +306,6 @@ def check_meta(trace: Trace) -> list[Violation]:
     """meta.json agrees with trace.json on rank, world size, clock base and steps (error)."""
     out: list[Violation] = []
     markers = _markers(trace)
-    analysed = set(trace.steps)
     worlds: dict[int, list[int]] = {}
     for rank, info in sorted(trace.ranks.items()):
         meta, file = info.meta, info.file_meta
@@ -321,9 +320,11 @@ def check_meta(trace: Trace) -> list[Violation]:
         if type(meta.get("world_size")) is int:
             worlds.setdefault(meta["world_size"], []).append(rank)
         claimed = meta.get("steps")
-        if isinstance(claimed, list) and rank in markers:
-            extra = sorted(markers[rank] - set(claimed))
-            missing = sorted((set(claimed) & analysed) - markers[rank])
+        # the file's own STEP markers as read (before a crash trace's steps were cut)
+        seen = set(file.get("step_markers", markers.get(rank, ())))
+        if isinstance(claimed, list) and seen:
+            extra = sorted(seen - set(claimed) - set(meta.get("partial_steps") or ()))
+            missing = sorted(set(claimed) - seen)
             if extra or missing:
                 what = "; ".join(
                     ([f"trace.json has steps {ranges(extra)} meta.json does not list"]
