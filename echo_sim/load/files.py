@@ -144,7 +144,7 @@ def read_maybe_gzip(path: str | Path, max_bytes: int = MAX_INPUT_BYTES) -> bytes
     return _gunzip(p, raw, min(max_bytes, gunzip_limit(len(raw))))
 
 
-def _gunzip(path: Path, raw: bytes, limit: int) -> bytearray:
+def _gunzip(path: Path, raw: bytes | bytearray, limit: int) -> bytearray:
     out = bytearray()
     data = memoryview(raw)
     while True:  # one iteration per gzip member
