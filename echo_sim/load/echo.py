@@ -29,14 +29,13 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-import networkx as nx
 import numpy as np
 
 from echo_sim.errors import TraceFormatError
 from echo_sim.load.discover import RankSource
 from echo_sim.load.echo_columns import CAT_BY_LABEL, ColumnBuilder, Interner, RankTable, occurrences
 from echo_sim.load.echo_meta import base_ns, meta_steps, rank_info, read_meta
-from echo_sim.load.gml import read_dag
+from echo_sim.load.gml import LazyDags, check_dag, read_dag
 from echo_sim.load.jsonio import read_trace_event_chunks
 from echo_sim.trace.model import MAX_WORLD_SIZE, Cat, Counters, Events, RankInfo, Trace
 from echo_sim.trace.steps import complete_steps
@@ -63,7 +62,7 @@ class RankPart:
     kinds: list[str]
     groups: list[tuple[int, ...]]
     series: list[str]
-    dag: nx.DiGraph | None
+    dag_file: Path | None  # checked dag.gml, read on demand
     base_ns: int = 0  # the file's baseTimeNanoseconds: its ts are µs since then
     combined: bool = False  # split from a combined trace (pid = rank)
 
@@ -106,7 +105,8 @@ def _read_rank(index: int, src: RankSource) -> list[RankPart]:
     is_marker = (table.cols["cat"] == int(Cat.STEP)) & (table.cols["step"] >= 0)
     info.file_meta["step_markers"] = np.unique(table.cols["step"][is_marker]).tolist()
     base = base_ns(src, top, meta)
-    dag = read_dag(src.dag_file) if src.dag_file is not None else None
+    if src.dag_file is not None:
+        check_dag(src.dag_file)  # read in full only when an analysis asks (LazyDags)
     lists = (names.values(), kinds.values(), groups.values(), series.values())
     if str(other.get("format", "")).startswith(COMBINED_FORMAT_PREFIX):
         shift = other.get("base_time_ns", 0)
@@ -114,7 +114,7 @@ def _read_rank(index: int, src: RankSource) -> list[RankPart]:
             raise TraceFormatError(f"{src.trace_file}: otherData.base_time_ns is "
                                    f"{shift!r}, expected a non-negative integer (ns)")
         return _split_combined(src, info, table, cols, lists, base + shift)
-    return [RankPart(info, table, *lists, dag, base)]
+    return [RankPart(info, table, *lists, src.dag_file, base)]
 
 
 def _split_combined(src: RankSource, info: RankInfo, table: RankTable, cols: ColumnBuilder,
@@ -283,7 +283,7 @@ def load_echo(sources: Sequence[RankSource], *, source: str = "",
     if n_combined:
         notes.insert(0, f"{source}: a combined trace (echo_sim combine): read back as its "
                         f"{n_combined} ranks (pid = rank)")
-    dags = {p.info.rank: p.dag for p in parts if p.dag is not None}
+    dags = LazyDags({p.info.rank: p.dag_file for p in parts if p.dag_file is not None})
     trace = Trace(
         events=table, names=names.values(), ranks=dict(sorted(ranks.items())),
         steps=steps, groups=groups.values(), kinds=kinds.values(),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ import networkx as nx
 from echo_sim.errors import TraceFormatError
 from echo_sim.load.files import read_regular_file
 
-__all__ = ["MAX_GML_DEPTH", "read_dag"]
+__all__ = ["MAX_GML_DEPTH", "LazyDags", "check_dag", "read_dag"]
 
 MAX_GML_DEPTH = 16
 """Deepest bracket nesting accepted in a dag.gml (the contract uses 2: graph, node/edge)."""
@@ -73,6 +74,48 @@ def read_dag(path: Path) -> nx.DiGraph:
     return g
 
 
+def check_dag(path: Path) -> None:
+    """Raise what :func:`read_dag` would, without keeping a graph (the contract's layout is
+    checked on integer ids only: a 250,000-node graph costs ~350 MB as networkx objects)."""
+    raw = read_regular_file(path)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise TraceFormatError(f"{path}: unreadable dag.gml ({e})") from None
+    del raw
+    if _contract_gml(text, build=False) is None:
+        del text
+        read_dag(path)
+
+
+class LazyDags(Mapping[int, nx.DiGraph]):
+    """rank -> dependency graph, each read from its (already checked) dag.gml on first use.
+
+    Analyses that never look at the graphs (``statistic``, ``stragglers``) never pay for
+    them; graphs read once are kept.
+    """
+
+    def __init__(self, files: Mapping[int, Path] | None = None,
+                 graphs: Mapping[int, nx.DiGraph] | None = None) -> None:
+        self._files = dict(files or {})
+        self._graphs: dict[int, nx.DiGraph] = dict(graphs or {})
+
+    def __getitem__(self, rank: int) -> nx.DiGraph:
+        g = self._graphs.get(rank)
+        if g is None:
+            g = self._graphs[rank] = read_dag(self._files[rank])
+        return g
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(sorted(set(self._files) | set(self._graphs)))
+
+    def __len__(self) -> int:
+        return len(set(self._files) | set(self._graphs))
+
+    def __contains__(self, rank: object) -> bool:
+        return rank in self._files or rank in self._graphs
+
+
 def _raise_cycle(path: Path, g: nx.DiGraph) -> None:
     cycle = nx.find_cycle(g)
     path_s = " -> ".join(str(u) for u, _ in cycle[:4])
@@ -85,8 +128,9 @@ _NODE_RE = re.compile(
 _EDGE_RE = re.compile(r"edge \[\s+source (\d+)\s+target (\d+)\s+\]")
 
 
-def _contract_gml(text: str) -> nx.DiGraph | None:
-    """The contract's own layout in one regex pass; None when the text holds anything else."""
+def _contract_gml(text: str, build: bool = True) -> nx.DiGraph | None:
+    """The contract's own layout in one regex pass; None when the text holds anything else
+    (or has a cycle). ``build=False`` checks only and returns an empty graph on success."""
     if "directed 1" not in text:
         return None
     nodes = _NODE_RE.findall(text)
@@ -107,6 +151,8 @@ def _contract_gml(text: str) -> nx.DiGraph | None:
     if not _acyclic(len(nodes), [(u, v) for u, v in pairs], list(labels)):
         return None  # let the general path name the cycle
     g = nx.DiGraph()
+    if not build:
+        return g
     g.add_nodes_from(attrs)
     g.add_edges_from(named)
     return g

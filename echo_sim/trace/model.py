@@ -13,7 +13,7 @@ Units: times are microseconds (``*_us``) on a clock aligned across ranks; sizes 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
@@ -202,7 +202,8 @@ class Trace:
     kinds: list[str] = field(default_factory=list)
     counters: Counters = field(default_factory=Counters.empty)
     counter_names: list[str] = field(default_factory=list)
-    dags: dict[int, Any] = field(default_factory=dict)  # rank -> networkx.DiGraph
+    # rank -> networkx.DiGraph; a Mapping (the echo loader's reads each dag.gml on first use)
+    dags: Mapping[int, Any] = field(default_factory=dict)
     comm_args: dict[int, dict[str, Any]] = field(default_factory=dict)
     source_format: str = "echo"
     source: str = ""
