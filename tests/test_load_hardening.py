@@ -290,7 +290,7 @@ def test_validate_flags_new_trace_with_old_meta(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------- Kineto step bounds
-def _kineto_gpu_mirrored(path: Path, steps: int = 3) -> list[float]:
+def _kineto_gpu_mirrored(path: Path, steps: int = 3, prefix: str = "ProfilerStep#") -> list[float]:
     """A profiler trace laid out as ROCm/CUDA profiles are: ``ProfilerStep#N`` on the main
     CPU thread, the same step mirrored as ``gpu_user_annotation`` on each of two GPU
     streams (covering only that stream's kernels), kernels on both streams, forward and
@@ -316,11 +316,11 @@ def _kineto_gpu_mirrored(path: Path, steps: int = 3) -> list[float]:
         ev.append({"ph": "X", "cat": "user_annotation", "name": "Optimizer.step#SGD.step",
                    "pid": 1, "tid": 11, "ts": t, "dur": 20.0})
         t += 30.0
-        ev.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{s}", "pid": 1,
+        ev.append({"ph": "X", "cat": "user_annotation", "name": f"{prefix}{s}", "pid": 1,
                    "tid": 11, "ts": start, "dur": t - start})
         durs.append(t - start)
         for stream, end in gpu.items():
-            ev.append({"ph": "X", "cat": "gpu_user_annotation", "name": f"ProfilerStep#{s}",
+            ev.append({"ph": "X", "cat": "gpu_user_annotation", "name": f"{prefix}{s}",
                        "pid": 0, "tid": stream, "ts": start + 3.0, "dur": end - start - 3.0})
         t += 50.0
     path.write_text(json.dumps({"schemaVersion": 1, "deviceProperties": [],
@@ -329,11 +329,12 @@ def _kineto_gpu_mirrored(path: Path, steps: int = 3) -> list[float]:
     return durs
 
 
-def test_kineto_iteration_is_the_cpu_profiler_step(tmp_path: Path) -> None:
+@pytest.mark.parametrize("prefix", ["ProfilerStep#", "STEP"])
+def test_kineto_iteration_is_the_cpu_profiler_step(tmp_path: Path, prefix: str) -> None:
     from echo_sim.analysis.statistic import step_grid
 
     f = tmp_path / "rank0.json"
-    durs = _kineto_gpu_mirrored(f)
+    durs = _kineto_gpu_mirrored(f, prefix=prefix)
     trace = load_trace(f, progress=False)
     assert trace.steps == [0, 1, 2]
     got = step_grid(trace).iteration_us.tolist()

@@ -3,8 +3,10 @@
 How profiler events map onto the trace model (the profiler has no notion of FW/BW):
 
 * rank / world size: ``distributedInfo`` (else the file's position / the number of files);
-  steps: ``ProfilerStep#N`` slices (an event belongs to the step whose slice holds its
-  start; with no such slices the whole file is step 0). Each step also gets a ``STEP`` row.
+  steps: the CPU-side ``ProfilerStep#N`` slices of one thread, else ``STEP<N>`` ranges (an
+  event belongs to the step whose slice holds its start; with neither, the whole file is
+  step 0); GPU-side mirrors (``gpu_user_annotation``) are not step bounds. Each step gets
+  a ``STEP`` row spanning its slice, so iteration time = the ProfilerStep duration.
 * FW: leaf ``nn.Module: <Class>_<i>`` slices (recorded with ``with_stack=True``) become
   ``FW.<Class>_<i>``; without them, top-level ``aten::`` ops of the main thread that start
   before the step's first backward function become ``FW.aten::<op>``.
@@ -72,6 +74,7 @@ _GPU_SIDE = frozenset({"gpu_user_annotation", "kernel", "gpu_memcpy", "gpu_memse
 _EVAL = "autograd::engine::evaluate_function: "
 _OPT = re.compile(r"^Optimizer\.step#(\w+)\.step$")
 _NUMBER_TYPES = frozenset({int, float})
+_STEP_RANGE = re.compile(r"^STEP\d+$")
 _MAX_STREAM = 1 << 20  # GPU stream ids above this are not streams: they go on tid 200
 
 
@@ -217,19 +220,26 @@ class _Rank:
         return tuple(range(self.world)) if self.world else None
 
 
-def _steps(evs: list[_Ev]) -> tuple[list[tuple[float, float, int]], Any]:
-    """``ProfilerStep#N`` spans of the CPU thread that records them, and that thread.
-
-    Only CPU-side slices count: ROCm (and recent CUDA) profiles also mirror each step as a
-    ``gpu_user_annotation`` per GPU stream, whose span covers just that stream's kernels;
-    taking those as step bounds halved the iteration time of a MI250 trace.
-    """
+def _step_marks(evs: list[_Ev], prefix: str) -> list[tuple[float, float, int, Any]]:
     marks = []
     for e in evs:
-        if e.name.startswith("ProfilerStep#") and e.cat not in _GPU_SIDE:
-            num = e.name[len("ProfilerStep#"):]
+        if e.name.startswith(prefix) and e.cat not in _GPU_SIDE:
+            num = e.name[len(prefix):]
             if num.isdigit() and len(num) <= 10 and int(num) <= MAX_STEP:
                 marks.append((e.ts, e.end, int(num), e.tid))
+    return marks
+
+
+def _steps(evs: list[_Ev]) -> tuple[list[tuple[float, float, int]], Any]:
+    """Step spans of the CPU thread that records them, and that thread.
+
+    ``ProfilerStep#N`` (``torch.profiler``'s ``prof.step()``), else ``STEP<N>`` ranges (a
+    ``record_function`` around each step, as in the shared GPU recordings). Only CPU-side
+    slices count: ROCm and recent CUDA profiles mirror each range as a
+    ``gpu_user_annotation`` per GPU stream covering just that stream's kernels; taking
+    those as step bounds halved the iteration time of a MI250 trace.
+    """
+    marks = _step_marks(evs, "ProfilerStep#") or _step_marks(evs, "STEP")
     marks.sort(key=lambda m: (m[0], -m[1]))
     main_tid = marks[0][3] if marks else _busiest_tid(evs)
     seen: set[int] = set()
@@ -290,7 +300,8 @@ def _add_rank(b: TraceBuilder, r: _Rank, shift_us: float) -> list[int]:
         t0, t1 = min(e.ts for e in r.evs), max(e.end for e in r.evs)
         b.add(rank=r.rank, name="STEP", cat=Cat.STEP, ts_us=t0 + shift_us,
               dur_us=round(t1 - t0, 3), step=0, tid=1)
-    cpu = [e for e in r.evs if e.cat in _CPU_CATS and not e.name.startswith("ProfilerStep#")]
+    cpu = [e for e in r.evs if e.cat in _CPU_CATS and not e.name.startswith("ProfilerStep#")
+           and not _STEP_RANGE.match(e.name)]
     bw = _top_level([e for e in cpu if e.name.startswith(_EVAL)])
     opt = [e for e in cpu if _OPT.match(e.name)]
     comm, comm_kind = _comm_events(r)
