@@ -120,8 +120,15 @@ else:
     wall, cpu_s = time.perf_counter() - t0, cpu() - c0
     n = sum(len(t) for t in ta.t.traces.values())
     it = []
-print(json.dumps({"wall_s": wall, "cpu_s": cpu_s,
-                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+def peak():
+    # VmHWM, not ru_maxrss: Linux keeps ru_maxrss across fork+exec, so a child started by
+    # a big parent would report the parent's peak
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+print(json.dumps({"wall_s": wall, "cpu_s": cpu_s, "peak_rss_mb": peak(),
                   "rows": n, "iteration_us": it}))
 """
 

@@ -70,6 +70,7 @@ _COLLECTIVE = {
 }
 _CPU_CATS = frozenset({"cpu_op", "user_annotation", "python_function"})
 _GPU_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
+_USED_CATS = _CPU_CATS | _GPU_CATS
 _GPU_SIDE = frozenset({"gpu_user_annotation", "kernel", "gpu_memcpy", "gpu_memset"})
 _EVAL = "autograd::engine::evaluate_function: "
 _OPT = re.compile(r"^Optimizer\.step#(\w+)\.step$")
@@ -135,7 +136,10 @@ def _parse(f: Path, events: list[Any]) -> list[_Ev]:
     if not all(type(e) is dict for e in events):
         i = next(i for i, e in enumerate(events) if type(e) is not dict)
         raise TraceFormatError(f"{f}: traceEvents[{i}] is not an object")
-    xs = [e for e in events if e.get("ph") == "X"]
+    # only the categories the mapping uses (cuda_runtime/driver, flows, GPU annotations
+    # are a tenth of a real profile and never become rows)
+    xs = [e for e in events if e.get("ph") == "X" and isinstance(c := e.get("cat"), str)
+          and c in _USED_CATS]
     try:
         ts = [e["ts"] for e in xs]
         dur = [e.get("dur", 0.0) for e in xs]
