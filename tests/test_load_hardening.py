@@ -374,3 +374,11 @@ def test_combined_trace_reads_back_as_its_ranks(tmp_path: Path, fixture: str) ->
     for name, o in ops_a.items():
         assert ops_b[name]["count"] == o["count"]
         assert ops_b[name]["total_us"] == pytest.approx(o["total_us"], rel=1e-6, abs=1.0)
+
+
+def test_byteprofile_nonsense_time(tmp_path: Path) -> None:
+    run = tmp_path / "bp"
+    shutil.copytree(DATA / "byteprofile_2rank", run)
+    f = next((run / "0_0").glob("bps_trace_*.json"))
+    _edit_json(f, lambda d: _first_x(d).__setitem__("ts", 1e308))
+    assert "'ts' is 1e+308" in _one_line_error(run, TraceFormatError)
