@@ -40,10 +40,15 @@ from echo_sim.errors import TraceFormatError
 from echo_sim.load.byteprofile import comm_lanes
 from echo_sim.load.discover import RankSource
 from echo_sim.load.jsonio import read_trace_events
+from echo_sim.load.kineto_events import CPU_CATS as _CPU_CATS
+from echo_sim.load.kineto_events import GPU_CATS as _GPU_CATS
+from echo_sim.load.kineto_events import KinetoEvent as _Ev
+from echo_sim.load.kineto_events import leaves as _leaves
+from echo_sim.load.kineto_events import parse_events as _parse
+from echo_sim.load.kineto_events import top_level as _top_level
 from echo_sim.textsafe import safe_text
 from echo_sim.trace.model import MAX_STEP, MAX_WORLD_SIZE, Cat, RankInfo, Trace, TraceBuilder
 from echo_sim.trace.steps import complete_steps
-from echo_sim.trace.validate import MAX_TIME_US
 
 __all__ = ["DTYPE_BYTES", "collective_of", "load_kineto"]
 
@@ -68,13 +73,9 @@ _COLLECTIVE = {
     "scatter": "scatter", "barrier": "barrier", "send": "send", "recv": "recv",
     "recvanysource": "recv",
 }
-_CPU_CATS = frozenset({"cpu_op", "user_annotation", "python_function"})
-_GPU_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
-_USED_CATS = _CPU_CATS | _GPU_CATS
 _GPU_SIDE = frozenset({"gpu_user_annotation", "kernel", "gpu_memcpy", "gpu_memset"})
 _EVAL = "autograd::engine::evaluate_function: "
 _OPT = re.compile(r"^Optimizer\.step#(\w+)\.step$")
-_NUMBER_TYPES = frozenset({int, float})
 _STEP_RANGE = re.compile(r"^STEP\d+$")
 _MAX_STREAM = 1 << 20  # GPU stream ids above this are not streams: they go on tid 200
 
@@ -114,86 +115,6 @@ def _ranks_list(v: Any) -> tuple[int, ...] | None:
     if isinstance(v, list) and v and all(isinstance(x, int) for x in v):
         return tuple(sorted(v))
     return None
-
-
-class _Ev:
-    __slots__ = ("name", "cat", "ts", "dur", "end", "tid", "args")
-
-    def __init__(self, e: dict[str, Any], ts: float, dur: float) -> None:
-        self.name: str = e["name"]
-        cat = e.get("cat") or ""
-        self.cat: str = cat if type(cat) is str else ""
-        self.ts = ts
-        self.dur = dur
-        self.end = ts + dur
-        self.tid = e.get("tid")
-        args = e.get("args")
-        self.args: dict[str, Any] = args if type(args) is dict else {}
-
-
-def _parse(f: Path, events: list[Any]) -> list[_Ev]:
-    """The X events, type- and range-checked in bulk (the slow path names the bad one)."""
-    if not all(type(e) is dict for e in events):
-        i = next(i for i, e in enumerate(events) if type(e) is not dict)
-        raise TraceFormatError(f"{f}: traceEvents[{i}] is not an object")
-    # only the categories the mapping uses (cuda_runtime/driver, flows, GPU annotations
-    # are a tenth of a real profile and never become rows)
-    xs = [e for e in events if e.get("ph") == "X" and isinstance(c := e.get("cat"), str)
-          and c in _USED_CATS]
-    try:
-        ts = [e["ts"] for e in xs]
-        dur = [e.get("dur", 0.0) for e in xs]
-        ok = (set(map(type, ts)) | set(map(type, dur))) <= _NUMBER_TYPES
-        if ok:
-            t = np.asarray(ts, dtype=np.float64)
-            d = np.asarray(dur, dtype=np.float64)
-            ok = bool(np.all(np.abs(t) <= MAX_TIME_US) and np.all((d >= 0) & (d <= MAX_TIME_US)))
-        ok = ok and all(type(e.get("name")) is str for e in xs)
-    except (KeyError, OverflowError):
-        ok = False
-    if not ok:
-        _raise_first_bad(f, events)
-    return [_Ev(e, a, b) for e, a, b in zip(xs, t.tolist(), d.tolist(), strict=True)]
-
-
-def _raise_first_bad(f: Path, events: list[Any]) -> None:
-    for i, e in enumerate(events):
-        if e.get("ph") != "X":
-            continue
-        name, ts, dur = e.get("name"), e.get("ts"), e.get("dur", 0.0)
-        if type(name) is not str:
-            raise TraceFormatError(f"{f}: traceEvents[{i}] has no string 'name'")
-        for key, v in (("ts", ts), ("dur", dur)):
-            if type(v) not in _NUMBER_TYPES:
-                raise TraceFormatError(f"{f}: traceEvents[{i}] ({safe_text(name[:60])}): "
-                                       f"'{key}' is {safe_text(repr(v)[:40])}, expected a number")
-        t, d = float(ts), float(dur)
-        if not (math.isfinite(t) and abs(t) <= MAX_TIME_US
-                and math.isfinite(d) and 0 <= d <= MAX_TIME_US):
-            raise TraceFormatError(f"{f}: traceEvents[{i}] ({safe_text(name[:60])}) has "
-                                   f"ts {t!r} / dur {d!r} us (expected finite, "
-                                   f"|ts| and dur <= {MAX_TIME_US:.0f}, dur >= 0)")
-    raise TraceFormatError(f"{f}: malformed X event (a time too large for float64)")
-
-
-def _top_level(evs: list[_Ev]) -> list[_Ev]:
-    """Events not contained in an earlier event of the same list (one thread)."""
-    out: list[_Ev] = []
-    end = -np.inf
-    for e in sorted(evs, key=lambda e: (e.ts, -e.end)):
-        if e.ts >= end:
-            out.append(e)
-            end = e.end
-        elif e.end > end:  # partial overlap: treat as top level too
-            out.append(e)
-            end = e.end
-    return out
-
-
-def _leaves(evs: list[_Ev]) -> list[_Ev]:
-    """Events that contain no other event of the list."""
-    s = sorted(evs, key=lambda e: (e.ts, -e.end))
-    return [e for i, e in enumerate(s) if i + 1 == len(s) or s[i + 1].ts >= e.end]
 
 
 class _Rank:
