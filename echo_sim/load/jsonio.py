@@ -33,7 +33,8 @@ __all__ = ["CHUNK_BYTES", "GZIP_MAGIC", "read_bytes", "read_head", "read_json",
 CHUNK_BYTES = 8 << 20
 """Bytes of JSON text parsed per batch by :func:`read_trace_event_chunks`."""
 
-_EVENTS_START = re.compile(rb'\A\s*\{\s*"traceEvents"\s*:\s*\[\s*')
+_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[\s*')
+_HEAD_SEARCH = 1 << 20  # traceEvents must start within the first MiB to be read in batches
 _CUT = re.compile(rb'\}\s*,\s*\{\s*"')
 _BLANK = re.compile(rb"\s*\Z")
 
@@ -110,11 +111,11 @@ def read_trace_event_chunks(path: Path, consume: Callable[[list[Any]], None],
     whole list parsed at once.
     """
     raw = read_bytes(path)
-    m = _EVENTS_START.match(raw[:4096]) if raw[:1] in (b"{", b" ", b"\n", b"\t", b"\r") else None
-    if m is not None and len(raw) > 2 * chunk_bytes:
-        top = _chunked(raw, m.end(), consume, chunk_bytes)
+    head = _head_keys(raw) if len(raw) > 2 * chunk_bytes else None
+    if head is not None:
+        top = _chunked(raw, head[1], consume, chunk_bytes)
         if top is not None:
-            return top
+            return {**head[0], **top}
         reset()
     doc = _loads(path, raw)
     del raw
@@ -123,6 +124,26 @@ def read_trace_event_chunks(path: Path, consume: Callable[[list[Any]], None],
     top = dict(top)
     top.pop("traceEvents", None)
     return top
+
+
+def _head_keys(raw: bytes | bytearray) -> tuple[dict[str, Any], int] | None:
+    """(top-level keys before ``traceEvents``, offset of its first event), or None.
+
+    The text before ``"traceEvents": [`` (Kineto writes ``schemaVersion``,
+    ``deviceProperties``, ... first) must parse as an object once closed: that proves the
+    key is at the top level.
+    """
+    m = _EVENTS_KEY.search(raw, 0, _HEAD_SEARCH)
+    if m is None:
+        return None
+    try:
+        doc = orjson.loads(bytes(raw[:m.start()]) + b'"traceEvents":[]}')
+    except (orjson.JSONDecodeError, RecursionError):
+        return None
+    if not isinstance(doc, dict):
+        return None
+    doc.pop("traceEvents", None)
+    return doc, m.end()
 
 
 def _chunked(raw: bytes | bytearray, start: int, consume: Callable[[list[Any]], None],
@@ -139,9 +160,8 @@ def _chunked(raw: bytes | bytearray, start: int, consume: Callable[[list[Any]], 
             return None
         consume(batch)
         del batch
-        pos = _CUT.match(raw, cut).end() - 2  # type: ignore[union-attr]
-        while raw[pos:pos + 1] != b"{":
-            pos += 1
+        m = _CUT.match(raw, cut)
+        pos = raw.rfind(b"{", cut, m.end() if m else cut + 1)
     try:
         last = orjson.loads(b'{"traceEvents":[' + view[pos:])
     except (orjson.JSONDecodeError, RecursionError):

@@ -41,10 +41,13 @@ class KinetoEvent:
         self.args: dict[str, Any] = args if type(args) is dict else {}
 
 
-def parse_events(f: Path, events: list[Any]) -> list[KinetoEvent]:
-    """The X events, type- and range-checked in bulk (the slow path names the bad one)."""
+def parse_events(f: Path, events: list[Any], offset: int = 0) -> list[KinetoEvent]:
+    """The X events, type- and range-checked in bulk (the slow path names the bad one).
+
+    ``offset``: index of ``events[0]`` in the file's traceEvents (for batches).
+    """
     if not all(type(e) is dict for e in events):
-        i = next(i for i, e in enumerate(events) if type(e) is not dict)
+        i = next(i for i, e in enumerate(events, offset) if type(e) is not dict)
         raise TraceFormatError(f"{f}: traceEvents[{i}] is not an object")
     # only the categories the mapping uses (cuda_runtime/driver, flows, GPU annotations
     # are a tenth of a real profile and never become rows)
@@ -62,12 +65,12 @@ def parse_events(f: Path, events: list[Any]) -> list[KinetoEvent]:
     except (KeyError, OverflowError):
         ok = False
     if not ok:
-        _raise_first_bad(f, events)
+        _raise_first_bad(f, events, offset)
     return [KinetoEvent(e, a, b) for e, a, b in zip(xs, t.tolist(), d.tolist(), strict=True)]
 
 
-def _raise_first_bad(f: Path, events: list[Any]) -> None:
-    for i, e in enumerate(events):
+def _raise_first_bad(f: Path, events: list[Any], offset: int) -> None:
+    for i, e in enumerate(events, offset):
         if e.get("ph") != "X":
             continue
         name, ts, dur = e.get("name"), e.get("ts"), e.get("dur", 0.0)
