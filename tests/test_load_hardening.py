@@ -382,3 +382,19 @@ def test_byteprofile_nonsense_time(tmp_path: Path) -> None:
     f = next((run / "0_0").glob("bps_trace_*.json"))
     _edit_json(f, lambda d: _first_x(d).__setitem__("ts", 1e308))
     assert "'ts' is 1e+308" in _one_line_error(run, TraceFormatError)
+
+
+def test_batched_events_after_header_keys_and_pretty_printed(tmp_path: Path) -> None:
+    events = [{"ph": "X", "name": f"k{i}", "ts": float(i), "dur": 1.0, "args": {"i": i}}
+              for i in range(4000)]
+    doc = {"schemaVersion": 1, "deviceProperties": [{"name": "traceEvents: [x"}],
+           "traceEvents": events, "baseTimeNanoseconds": 3}
+    f = tmp_path / "prof.json"
+    f.write_text(json.dumps(doc, indent=1))  # '{\n  "ph"': whitespace inside the cuts
+    got: list[Any] = []
+    batches: list[int] = []
+    top = read_trace_event_chunks(f, lambda b: (batches.append(len(b)), got.extend(b)),
+                                  got.clear, chunk_bytes=8192)
+    assert got == events and len(batches) > 10
+    assert top == {"schemaVersion": 1, "deviceProperties": [{"name": "traceEvents: [x"}],
+                   "baseTimeNanoseconds": 3}
