@@ -64,7 +64,7 @@ def test_gzip_bomb_is_refused_at_the_limit(tmp_path: Path) -> None:
     run = _echo_copy(tmp_path)
     trace = run / "0_0" / "trace.json"
     trace.unlink()
-    # ~100 KB of gzip that would inflate to 96 MiB: over 200x, past the 64 MiB floor
+    # ~100 KB of gzip that would inflate to 96 MiB: over 64x, past the 64 MiB floor
     with gzip.open(run / "0_0" / "trace.json.gz", "wb", compresslevel=9) as f:
         chunk = b"\0" * (1 << 20)
         for _ in range(96):
