@@ -205,6 +205,11 @@ def test_control_characters_are_escaped(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------- batched parsing
+def _record(batch: list[Any], sizes: list[int], into: list[Any]) -> None:
+    sizes.append(len(batch))
+    into.extend(batch)
+
+
 def test_batched_events_equal_whole_parse(tmp_path: Path) -> None:
     events = [{"ph": "X", "name": f"FW.m{i}", "ts": float(i), "dur": 1.0,
                "args": {"s": "},{\"tricky\"", "nested": [{"a": i}, {"b": 2}]}}
@@ -219,8 +224,8 @@ def test_batched_events_equal_whole_parse(tmp_path: Path) -> None:
     f.write_text(json.dumps({"traceEvents": plain, "baseTimeNanoseconds": 7}))
     got.clear()
     batches: list[int] = []
-    top = read_trace_event_chunks(f, lambda b: (batches.append(len(b)), got.extend(b)),
-                                  got.clear, chunk_bytes=4096)
+    top = read_trace_event_chunks(f, lambda b: _record(b, batches, got), got.clear,
+                                  chunk_bytes=4096)
     assert got == plain and top == {"baseTimeNanoseconds": 7} and len(batches) > 10
 
 
@@ -393,8 +398,8 @@ def test_batched_events_after_header_keys_and_pretty_printed(tmp_path: Path) -> 
     f.write_text(json.dumps(doc, indent=1))  # '{\n  "ph"': whitespace inside the cuts
     got: list[Any] = []
     batches: list[int] = []
-    top = read_trace_event_chunks(f, lambda b: (batches.append(len(b)), got.extend(b)),
-                                  got.clear, chunk_bytes=8192)
+    top = read_trace_event_chunks(f, lambda b: _record(b, batches, got), got.clear,
+                                  chunk_bytes=8192)
     assert got == events and len(batches) > 10
     assert top == {"schemaVersion": 1, "deviceProperties": [{"name": "traceEvents: [x"}],
                    "baseTimeNanoseconds": 3}
