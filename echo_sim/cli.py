@@ -172,7 +172,7 @@ def _gml_paths(cmd: Command, paths: list[str]) -> list[str]:
 
 
 def _write(stream: Any, text: str) -> None:
-    stream.write(safe_text(text) + "\n")
+    stream.write(safe_text(text, keep_newlines=True) + "\n")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

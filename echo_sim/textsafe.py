@@ -1,33 +1,47 @@
-"""Text from traces made safe for a terminal: control characters shown, never obeyed.
+"""Make untrusted text (names read from trace files) safe to print on a terminal.
 
-Event names, file names and paths come from traces other people wrote; a name holding
-``ESC [ 2 J`` or a carriage return would clear or overwrite the user's terminal if printed
-raw. :func:`safe_text` writes every C0/C1 control character, DEL, the Unicode bidirectional
-overrides and undecodable bytes (surrogate escapes of non-UTF-8 file names) as visible
-escapes (``\\x1b``, ``\\u202e``, ``\\udcff``).
+A trace file can hold any string: an event named ``"\\x1b]0;pwned\\x07"`` or one with a
+right-to-left override would rewrite the user's terminal or hide text when ``statistic``
+prints it, and a non-UTF-8 file name arrives as surrogate escapes. :func:`safe_text` escapes
+such characters the way Python's ``repr`` does (``\\x1b``, ``\\u202e``, ``\\udcff``) and
+leaves everything else, non-ASCII letters included, as it is. Loaders pass every name, kind
+and counter name through it; the CLI passes everything it prints.
 """
 
 from __future__ import annotations
 
-import re
+import unicodedata
 
-__all__ = ["safe_text"]
+__all__ = ["UNSAFE_CATEGORIES", "safe_text"]
 
-_UNSAFE = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
-    "\ud800-\udfff]")
-_UNSAFE_WITH_LINES = re.compile(
-    "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
-    "\ud800-\udfff]")
+UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+"""Unicode categories escaped: controls, format (bidi overrides, zero-width), surrogates,
+private use, unassigned, line and paragraph separators."""
 
-
-def _escape(m: re.Match[str]) -> str:
-    c = ord(m.group())
-    return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
+_LAYOUT = frozenset("\n\t")
 
 
-def safe_text(text: str, *, keep_newlines: bool = True) -> str:
-    """``text`` with control characters escaped; newlines and tabs kept unless
-    ``keep_newlines`` is false (then a name cannot start a new line either)."""
-    pattern = _UNSAFE if keep_newlines else _UNSAFE_WITH_LINES
-    return pattern.sub(_escape, text)
+def _escape(ch: str) -> str:
+    o = ord(ch)
+    if o < 0x100:
+        return f"\\x{o:02x}"
+    if o < 0x10000:
+        return f"\\u{o:04x}"
+    return f"\\U{o:08x}"
+
+
+def safe_text(text: str, max_len: int | None = None, *, keep_newlines: bool = False) -> str:
+    """``text`` with control and invisible formatting characters escaped (``\\x1b``).
+
+    Printable text (the common case) is returned unchanged without copying.
+    ``keep_newlines``: leave ``\\n`` and ``\\t`` as they are (for multi-line output the
+    program itself formats). ``max_len``: cut the result to that many characters, ending
+    in ``...``.
+    """
+    if not text.isprintable():
+        keep = _LAYOUT if keep_newlines else frozenset()
+        text = "".join(_escape(c) if c not in keep and unicodedata.category(c)
+                       in UNSAFE_CATEGORIES else c for c in text)
+    if max_len is not None and len(text) > max_len:
+        text = text[: max(0, max_len - 3)] + "..."
+    return text

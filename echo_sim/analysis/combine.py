@@ -1,7 +1,9 @@
 """Merge every rank into one Perfetto-loadable trace (dPRO's ``combine``).
 
 One process per rank (``pid`` = global rank, named ``rank N (host)``), threads as in the trace
-contract, timestamps on the clock the loader aligned across ranks. ``filter`` keeps only the
+contract, timestamps on the clock the loader aligned across ranks, shifted to start near 0
+(``otherData.base_time_ns`` holds the shift; small times keep the 3-decimal rounding exact).
+``load_trace`` reads the file back as its ranks (``otherData.format`` ``echo-combined/1``). ``filter`` keeps only the
 named communication operations (compute and step slices are always kept): each pattern is an
 event name (``Comm.bucket0``), a name without the ``Comm.`` prefix, or a collective type
 (``all_reduce``), and may be a shell glob (``Comm.layer*``).
@@ -10,7 +12,7 @@ event name (``Comm.bucket0``), a name without the ``Comm.`` prefix, or a collect
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +74,20 @@ def select_rows(trace: Trace, patterns: list[str]) -> np.ndarray:
     return rows[~is_comm | match]
 
 
+def _relative(trace: Trace) -> tuple[Trace, int]:
+    """The trace with times shifted by the whole µs of its earliest event (and that shift)."""
+    ev = trace.events
+    finite = ev.ts_us[np.isfinite(ev.ts_us)]
+    c_finite = trace.counters.ts_us[np.isfinite(trace.counters.ts_us)]
+    lows = [float(a.min()) for a in (finite, c_finite) if a.size]
+    base_us = int(np.floor(min(lows))) if lows else 0
+    if base_us == 0:
+        return trace, 0
+    events = replace(ev, ts_us=ev.ts_us - base_us)
+    counters = replace(trace.counters, ts_us=trace.counters.ts_us - base_us)
+    return replace(trace, events=events, counters=counters), base_us
+
+
 def default_output(path: str | Path) -> Path:
     """``combined.json`` next to the input: inside it when a directory, beside it when a file."""
     p = Path(path)
@@ -83,8 +99,10 @@ def combine(trace: Trace, output: str | Path, *, filter: list[str] | None = None
     """Write every rank of ``trace`` into one Chrome trace at ``output`` (.gz: gzipped)."""
     patterns = filter or []
     rows = select_rows(trace, patterns)
+    shifted, base_us = _relative(trace)
     # no filter: all rows, memory counters included
-    events = chrome_events(trace, rows=rows if patterns else None)
+    events = chrome_events(shifted, rows=rows if patterns else None)
+    del shifted
     is_comm = trace.events.cat == Cat.COMM
     kept_comm = int(is_comm[rows].sum())
     other = {
@@ -95,6 +113,9 @@ def combine(trace: Trace, output: str | Path, *, filter: list[str] | None = None
         "world_size": trace.world_size,
         "steps": trace.steps,
         "filter": patterns,
+        # times are µs since this offset on the loaded trace's clock (kept exact: absolute
+        # Unix µs in float64 are only 0.25 µs apart, which rounding to 3 decimals breaks)
+        "base_time_ns": base_us * 1000,
     }
     path = write_chrome(output, events, other_data=other, overwrite=overwrite)
     return Combined(path=path, num_events=int(rows.size),

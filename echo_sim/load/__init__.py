@@ -2,9 +2,14 @@
 
 ``load_trace(path)`` looks at what the path holds (see :mod:`echo_sim.load.discover`):
 echo_trace rank directories, ByteProfile/dPRO directories, PyTorch profiler (Kineto) JSON
-files or a TrioSim trace.csv; one rank directory, a root of many, or a single file. Bad input
-ends in one :class:`~echo_sim.errors.EchoError` whose one-line message names the file and the
-problem.
+files or a TrioSim trace.csv; one rank directory, a root of many, or a single file (a trace
+``echo_sim combine`` wrote is split back into its ranks). Bad input ends in one
+:class:`~echo_sim.errors.EchoError` whose one-line message names the file and the problem.
+
+Inputs are bounded (:mod:`echo_sim.load.files`: regular files only, size caps, gzip-bomb
+limit; use :func:`~echo_sim.load.files.read_regular_file` for any other input file), names
+are escaped for terminals (:func:`echo_sim.textsafe.safe_text`), and what the loader
+tolerated (steps dropped from a crashed run) is listed in ``Trace.notes``.
 """
 
 from __future__ import annotations
@@ -17,12 +22,14 @@ from typing import Any
 from echo_sim.load.byteprofile import load_byteprofile
 from echo_sim.load.discover import FORMATS, RankSource, discover
 from echo_sim.load.echo import load_echo
+from echo_sim.load.files import read_regular_file
 from echo_sim.load.kineto import load_kineto
 from echo_sim.load.triosim import load_triosim
 from echo_sim.trace.model import Trace
 from echo_sim.trace.validate import check_times, raise_fatal, validate
 
-__all__ = ["FORMATS", "PROGRESS_MIN_FILES", "RankSource", "discover", "load_trace"]
+__all__ = ["FORMATS", "PROGRESS_MIN_FILES", "RankSource", "discover", "load_trace",
+           "read_regular_file"]
 
 PROGRESS_MIN_FILES = 8
 """With ``progress=None``, a bar is shown for this many files or more (stderr a tty)."""
@@ -58,7 +65,9 @@ def load_trace(path: str | Path, *, progress: bool | None = None,
 
     Raises :class:`~echo_sim.errors.TraceNotFoundError` (missing path, no trace),
     :class:`~echo_sim.errors.TraceFormatError` (unreadable, truncated, malformed, cyclic
-    dag) or :class:`~echo_sim.errors.TraceMismatchError` (ranks with different steps).
+    dag, out-of-range values) or :class:`~echo_sim.errors.TraceMismatchError` (no step
+    complete on every rank). Ranks that stopped at different steps keep their common
+    complete steps, with a warning in ``Trace.notes``.
     """
     fmt, sources = discover(path)
     wrap = _progress_wrapper(progress, len(sources), fmt)

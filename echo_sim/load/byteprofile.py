@@ -35,10 +35,12 @@ import numpy as np
 
 from echo_sim.errors import TraceFormatError
 from echo_sim.load.discover import RankSource
-from echo_sim.load.echo import read_dag
+from echo_sim.load.gml import read_dag
 from echo_sim.load.jsonio import read_trace_events
+from echo_sim.textsafe import safe_text
 from echo_sim.trace.model import Cat, RankInfo, Trace, TraceBuilder
-from echo_sim.trace.validate import common_steps
+from echo_sim.trace.steps import complete_steps
+from echo_sim.trace.validate import MAX_TIME_US
 
 __all__ = ["CLOCK_RULE", "SUB_OPS", "comm_lanes", "load_byteprofile", "split_comm_name"]
 
@@ -107,7 +109,11 @@ class _Op:
 
 
 def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and bool(np.isfinite(v))
+    """A finite int/float (not a bool) within :data:`MAX_TIME_US` of zero."""
+    try:
+        return type(v) in (int, float) and abs(float(v)) <= MAX_TIME_US
+    except OverflowError:  # an int beyond float64
+        return False
 
 
 def _parse_ops(f: Path, events: list[Any]) -> list[_Op]:
@@ -124,8 +130,8 @@ def _parse_ops(f: Path, events: list[Any]) -> list[_Op]:
             raise TraceFormatError(f"{f}: traceEvents[{i}] has no string 'name'")
         if not (_is_number(ts) and _is_number(dur)):
             key, v = ("ts", ts) if not _is_number(ts) else ("dur", dur)
-            raise TraceFormatError(f"{f}: traceEvents[{i}]: '{key}' is {v!r}, expected a "
-                                   "finite number")
+            raise TraceFormatError(f"{f}: traceEvents[{i}]: '{key}' is {safe_text(repr(v)[:40])}, "
+                                   f"expected a finite number within {MAX_TIME_US:.0f} us")
         args = e.get("args") or {}
         if not isinstance(args, dict):
             raise TraceFormatError(f"{f}: traceEvents[{i}]: 'args' is not an object")
@@ -253,4 +259,9 @@ def load_byteprofile(sources: Sequence[RankSource], *, source: str = "",
             g = _deps_dag(ops)
             if g is not None:
                 b.dags[r] = g
-    return b.build(steps=common_steps(step_sets, source))
+    steps, notes = complete_steps(step_sets, source=source)
+    trace = b.build(steps=steps)
+    if notes:
+        trace.notes.extend(notes)
+        trace.keep_steps(steps)
+    return trace

@@ -3,8 +3,10 @@
 How profiler events map onto the trace model (the profiler has no notion of FW/BW):
 
 * rank / world size: ``distributedInfo`` (else the file's position / the number of files);
-  steps: ``ProfilerStep#N`` slices (an event belongs to the step whose slice holds its
-  start; with no such slices the whole file is step 0). Each step also gets a ``STEP`` row.
+  steps: the CPU-side ``ProfilerStep#N`` slices of one thread, else ``STEP<N>`` ranges (an
+  event belongs to the step whose slice holds its start; with neither, the whole file is
+  step 0); GPU-side mirrors (``gpu_user_annotation``) are not step bounds. Each step gets
+  a ``STEP`` row spanning its slice, so iteration time = the ProfilerStep duration.
 * FW: leaf ``nn.Module: <Class>_<i>`` slices (recorded with ``with_stack=True``) become
   ``FW.<Class>_<i>``; without them, top-level ``aten::`` ops of the main thread that start
   before the step's first backward function become ``FW.aten::<op>``.
@@ -23,8 +25,11 @@ How profiler events map onto the trace model (the profiler has no notion of FW/B
 
 from __future__ import annotations
 
+import gc
+import math
 import re
-from collections import defaultdict
+from bisect import bisect_right
+from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -34,9 +39,16 @@ import numpy as np
 from echo_sim.errors import TraceFormatError
 from echo_sim.load.byteprofile import comm_lanes
 from echo_sim.load.discover import RankSource
-from echo_sim.load.jsonio import read_trace_events
-from echo_sim.trace.model import Cat, RankInfo, Trace, TraceBuilder
-from echo_sim.trace.validate import common_steps
+from echo_sim.load.jsonio import read_trace_event_chunks
+from echo_sim.load.kineto_events import CPU_CATS as _CPU_CATS
+from echo_sim.load.kineto_events import GPU_CATS as _GPU_CATS
+from echo_sim.load.kineto_events import KinetoEvent as _Ev
+from echo_sim.load.kineto_events import leaves as _leaves
+from echo_sim.load.kineto_events import parse_events as _parse
+from echo_sim.load.kineto_events import top_level as _top_level
+from echo_sim.textsafe import safe_text
+from echo_sim.trace.model import MAX_STEP, MAX_WORLD_SIZE, Cat, RankInfo, Trace, TraceBuilder
+from echo_sim.trace.steps import complete_steps
 
 __all__ = ["DTYPE_BYTES", "collective_of", "load_kineto"]
 
@@ -61,10 +73,11 @@ _COLLECTIVE = {
     "scatter": "scatter", "barrier": "barrier", "send": "send", "recv": "recv",
     "recvanysource": "recv",
 }
-_CPU_CATS = frozenset({"cpu_op", "user_annotation", "python_function"})
-_GPU_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
+_GPU_SIDE = frozenset({"gpu_user_annotation", "kernel", "gpu_memcpy", "gpu_memset"})
 _EVAL = "autograd::engine::evaluate_function: "
 _OPT = re.compile(r"^Optimizer\.step#(\w+)\.step$")
+_STEP_RANGE = re.compile(r"^STEP\d+$")
+_MAX_STREAM = 1 << 20  # GPU stream ids above this are not streams: they go on tid 200
 
 
 def collective_of(name: str) -> str | None:
@@ -77,13 +90,13 @@ def collective_of(name: str) -> str | None:
     return _COLLECTIVE.get(base.replace("_", "").lower())
 
 
-def _numel(dims: Any) -> int:
+def _numel(dims: Any, depth: int = 0) -> int:
     """Largest tensor (elements) in a profiler ``Input Dims`` value (nested lists)."""
-    if isinstance(dims, list) and dims and all(isinstance(d, int) for d in dims):
-        return int(np.prod(dims))
-    if isinstance(dims, list):
-        return max((_numel(d) for d in dims), default=0)
-    return 0
+    if not isinstance(dims, list) or depth > 8:
+        return 0
+    if dims and all(type(d) is int and 0 <= d < 1 << 40 for d in dims):
+        return min(math.prod(dims), 1 << 50)
+    return max((_numel(d, depth + 1) for d in dims), default=0)
 
 
 def _dtype_size(types: Any) -> int | None:
@@ -104,72 +117,26 @@ def _ranks_list(v: Any) -> tuple[int, ...] | None:
     return None
 
 
-class _Ev:
-    __slots__ = ("name", "cat", "ts", "dur", "end", "tid", "args")
-
-    def __init__(self, e: dict[str, Any]) -> None:
-        self.name: str = e["name"]
-        self.cat: str = e.get("cat") or ""
-        self.ts = float(e["ts"])
-        self.dur = float(e.get("dur", 0.0))
-        self.end = self.ts + self.dur
-        self.tid = e.get("tid")
-        args = e.get("args")
-        self.args: dict[str, Any] = args if isinstance(args, dict) else {}
-
-
-def _parse(f: Path, events: list[Any]) -> list[_Ev]:
-    out = []
-    for i, e in enumerate(events):
-        if not isinstance(e, dict):
-            raise TraceFormatError(f"{f}: traceEvents[{i}] is not an object")
-        if e.get("ph") != "X":
-            continue
-        try:
-            ev = _Ev(e)
-        except (KeyError, TypeError, ValueError) as err:
-            raise TraceFormatError(f"{f}: traceEvents[{i}] is malformed ({err!r})") from None
-        if not isinstance(ev.name, str) or not (np.isfinite(ev.ts) and np.isfinite(ev.dur)):
-            raise TraceFormatError(f"{f}: traceEvents[{i}] has a bad name or time")
-        out.append(ev)
-    return out
-
-
-def _top_level(evs: list[_Ev]) -> list[_Ev]:
-    """Events not contained in an earlier event of the same list (one thread)."""
-    out: list[_Ev] = []
-    end = -np.inf
-    for e in sorted(evs, key=lambda e: (e.ts, -e.end)):
-        if e.ts >= end:
-            out.append(e)
-            end = e.end
-        elif e.end > end:  # partial overlap: treat as top level too
-            out.append(e)
-            end = e.end
-    return out
-
-
-def _leaves(evs: list[_Ev]) -> list[_Ev]:
-    """Events that contain no other event of the list."""
-    s = sorted(evs, key=lambda e: (e.ts, -e.end))
-    return [e for i, e in enumerate(s) if i + 1 == len(s) or s[i + 1].ts >= e.end]
-
-
 class _Rank:
     """One profiler file mapped onto rows for the builder."""
 
-    def __init__(self, f: Path, index: int, events: list[Any], top: dict[str, Any]) -> None:
+    def __init__(self, f: Path, index: int, evs: list[_Ev], top: dict[str, Any]) -> None:
         self.file = f
         dist = top.get("distributedInfo")
         self.dist: dict[str, Any] = dist if isinstance(dist, dict) else {}
         rank, world = self.dist.get("rank", index), self.dist.get("world_size")
-        if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
-            raise TraceFormatError(f"{f}: distributedInfo.rank is {rank!r}, expected an int")
+        if type(rank) is not int or not 0 <= rank < MAX_WORLD_SIZE:
+            raise TraceFormatError(f"{f}: distributedInfo.rank is {safe_text(repr(rank)[:40])}, "
+                                   f"expected an integer 0..{MAX_WORLD_SIZE - 1}")
+        if world is not None and (type(world) is not int or not 0 < world <= MAX_WORLD_SIZE):
+            raise TraceFormatError(f"{f}: distributedInfo.world_size is "
+                                   f"{safe_text(repr(world)[:40])}, expected an integer "
+                                   f"1..{MAX_WORLD_SIZE}")
         self.rank = rank
-        self.world = world if isinstance(world, int) and not isinstance(world, bool) else None
+        self.world: int | None = world
         base = top.get("baseTimeNanoseconds", 0)
-        self.base_ns = base if isinstance(base, int) and not isinstance(base, bool) else 0
-        self.evs = _parse(f, events)
+        self.base_ns = base if type(base) is int and 0 <= base < 1 << 63 else 0
+        self.evs = evs
 
     def default_group(self) -> tuple[int, ...] | None:
         for pg in self.dist.get("pg_config") or []:
@@ -178,17 +145,35 @@ class _Rank:
         return tuple(range(self.world)) if self.world else None
 
 
-def _steps(evs: list[_Ev]) -> tuple[list[tuple[float, float, int]], Any]:
+def _step_marks(evs: list[_Ev], prefix: str) -> list[tuple[float, float, int, Any]]:
     marks = []
     for e in evs:
-        if e.name.startswith("ProfilerStep#"):
-            try:
-                marks.append((e.ts, e.end, int(e.name.split("#", 1)[1]), e.tid))
-            except ValueError:
-                continue
-    marks.sort()
+        if e.name.startswith(prefix) and e.cat not in _GPU_SIDE:
+            num = e.name[len(prefix):]
+            if num.isdigit() and len(num) <= 10 and int(num) <= MAX_STEP:
+                marks.append((e.ts, e.end, int(num), e.tid))
+    return marks
+
+
+def _steps(evs: list[_Ev]) -> tuple[list[tuple[float, float, int]], Any]:
+    """Step spans of the CPU thread that records them, and that thread.
+
+    ``ProfilerStep#N`` (``torch.profiler``'s ``prof.step()``), else ``STEP<N>`` ranges (a
+    ``record_function`` around each step, as in the shared GPU recordings). Only CPU-side
+    slices count: ROCm and recent CUDA profiles mirror each range as a
+    ``gpu_user_annotation`` per GPU stream covering just that stream's kernels; taking
+    those as step bounds halved the iteration time of a MI250 trace.
+    """
+    marks = _step_marks(evs, "ProfilerStep#") or _step_marks(evs, "STEP")
+    marks.sort(key=lambda m: (m[0], -m[1]))
     main_tid = marks[0][3] if marks else _busiest_tid(evs)
-    return [(a, b, n) for a, b, n, _ in marks], main_tid
+    seen: set[int] = set()
+    out = []
+    for a, b, n, tid in marks:
+        if tid == main_tid and n not in seen:
+            seen.add(n)
+            out.append((a, b, n))
+    return out, main_tid
 
 
 def _busiest_tid(evs: list[_Ev]) -> Any:
@@ -215,14 +200,14 @@ def _comm_events(r: _Rank) -> tuple[list[_Ev], str]:
 def _add_rank(b: TraceBuilder, r: _Rank, shift_us: float) -> list[int]:
     """Add one rank's rows; returns its step numbers."""
     marks, main_tid = _steps(r.evs)
-    starts = np.asarray([m[0] for m in marks])
+    starts = [m[0] for m in marks]
     ends = [m[1] for m in marks]
     nums = [m[2] for m in marks]
 
     def step_of(ts: float) -> int:
         if not marks:
             return 0
-        i = int(np.searchsorted(starts, ts, side="right")) - 1
+        i = bisect_right(starts, ts) - 1
         return nums[i] if i >= 0 and ts <= ends[i] else -1
 
     def add(e: _Ev, name: str, cat: Cat, tid: int, end: float | None = None,
@@ -240,11 +225,14 @@ def _add_rank(b: TraceBuilder, r: _Rank, shift_us: float) -> list[int]:
         t0, t1 = min(e.ts for e in r.evs), max(e.end for e in r.evs)
         b.add(rank=r.rank, name="STEP", cat=Cat.STEP, ts_us=t0 + shift_us,
               dur_us=round(t1 - t0, 3), step=0, tid=1)
-    cpu = [e for e in r.evs if e.cat in _CPU_CATS and not e.name.startswith("ProfilerStep#")]
+    cpu = [e for e in r.evs if e.cat in _CPU_CATS and not e.name.startswith("ProfilerStep#")
+           and not _STEP_RANGE.match(e.name)]
     bw = _top_level([e for e in cpu if e.name.startswith(_EVAL)])
     opt = [e for e in cpu if _OPT.match(e.name)]
     comm, comm_kind = _comm_events(r)
     busy = sorted([(e.ts, e.end) for e in bw + opt + comm])
+    busy_start = [a for a, _ in busy]
+    busy_reach = list(np.maximum.accumulate([z for _, z in busy])) if busy else []
     for e in bw:
         add(e, "BW." + e.name[len(_EVAL):], Cat.BW, 0)
     for e in opt:
@@ -256,7 +244,9 @@ def _add_rank(b: TraceBuilder, r: _Rank, shift_us: float) -> list[int]:
         first_bw[s] = min(first_bw.get(s, np.inf), e.ts)
 
     def inside_busy(e: _Ev) -> bool:
-        return any(a <= e.ts and e.end <= z for a, z in busy)
+        # some busy span starting at or before e.ts reaches e.end: O(log n), sorted once
+        i = bisect_right(busy_start, e.ts) - 1
+        return i >= 0 and busy_reach[i] >= e.end
 
     modules = [e for e in cpu if e.name.startswith("nn.Module: ")]
     if modules:
@@ -278,7 +268,7 @@ def _add_rank(b: TraceBuilder, r: _Rank, shift_us: float) -> list[int]:
     comm_ids = {id(e) for e in comm}
     for e in r.evs:
         if e.cat in _GPU_CATS and id(e) not in comm_ids:
-            stream = e.tid if isinstance(e.tid, int) and not isinstance(e.tid, bool) else 0
+            stream = e.tid if type(e.tid) is int and 0 <= e.tid <= _MAX_STREAM else 0
             add(e, e.name, Cat.OTHER, 200 + stream)
     return sorted(set(nums)) if marks else [0]
 
@@ -287,15 +277,15 @@ def _add_comm(b: TraceBuilder, r: _Rank, comm: list[_Ev], kind: str,
               add: Callable[..., None]) -> None:
     comm = sorted(comm, key=lambda e: e.ts)
     # gloo:/nccl: execution slices, per collective type, to stretch c10d issue events
-    execs: dict[str, list[_Ev]] = defaultdict(list)
+    execs: dict[str, deque[_Ev]] = defaultdict(deque)
     if kind == "c10d":
         for e in r.evs:
             if e.cat == "user_annotation" and e.name.startswith(("gloo:", "nccl:")):
                 c = collective_of(e.name)
                 if c:
                     execs[c].append(e)
-        for v in execs.values():
-            v.sort(key=lambda e: e.ts)
+        for c, v in execs.items():
+            execs[c] = deque(sorted(v, key=lambda e: e.ts))
     default = r.default_group()
     seq_count: dict[Any, int] = defaultdict(int)
     rows = []
@@ -306,16 +296,16 @@ def _add_comm(b: TraceBuilder, r: _Rank, comm: list[_Ev], kind: str,
         end = e.end
         dtype_size = _dtype_size(a.get("dtype")) or _dtype_size(a.get("Input type"))
         nelems = max((v for v in (a.get("In msg nelems"), a.get("Out msg nelems"))
-                      if isinstance(v, int) and not isinstance(v, bool)), default=None)
+                      if type(v) is int and 0 <= v < 1 << 50), default=None)
         if kind == "c10d" and coll is not None and execs[coll]:
-            x = execs[coll].pop(0)
+            x = execs[coll].popleft()
             end = max(end, x.end)
             dtype_size = _dtype_size(x.args.get("Input type")) or dtype_size
         if nelems is None:
             nelems = _numel(a.get("Input Dims"))
         group = _ranks_list(a.get("Process Group Ranks")) or default
         seq = a.get("Seq")
-        if not isinstance(seq, int) or isinstance(seq, bool):
+        if type(seq) is not int or not 0 <= seq < 1 << 62:
             seq = seq_count[group]
             seq_count[group] += 1
         rows.append((e, end, coll, nelems * (dtype_size or 4), group, seq,
@@ -330,10 +320,41 @@ def _add_comm(b: TraceBuilder, r: _Rank, comm: list[_Ev], kind: str,
 def load_kineto(sources: Sequence[RankSource], *, source: str = "",
                 wrap: Callable[[Iterable[Any]], Iterable[Any]] = iter) -> Trace:
     """Read one profiler JSON per rank into one :class:`Trace`."""
+    # the cyclic GC would rescan the ~10^5 fresh dicts orjson creates per file again and
+    # again (a third of the load time); nothing here builds reference cycles
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _load_kineto(sources, source, wrap)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _read_events(f: Path) -> tuple[list[_Ev], dict[str, Any]]:
+    """The file's X events and top-level keys, parsed in batches whose dicts are dropped as
+    they become events (a 10^6-event file: ~40% less peak memory)."""
+    evs: list[_Ev] = []
+    seen = [0]
+
+    def consume(batch: list[Any]) -> None:
+        evs.extend(_parse(f, batch, seen[0]))
+        seen[0] += len(batch)
+
+    def reset() -> None:
+        evs.clear()
+        seen[0] = 0
+
+    top = read_trace_event_chunks(f, consume, reset)
+    return evs, top
+
+
+def _load_kineto(sources: Sequence[RankSource], source: str,
+                 wrap: Callable[[Iterable[Any]], Iterable[Any]]) -> Trace:
     ranks: list[_Rank] = []
     for index, src in enumerate(wrap(sources)):
-        events, top = read_trace_events(src.trace_file)
-        ranks.append(_Rank(src.trace_file, index, events, top))
+        evs, top = _read_events(src.trace_file)
+        ranks.append(_Rank(src.trace_file, index, evs, top))
     seen: dict[int, Path] = {}
     for r in ranks:
         if r.rank in seen:
@@ -351,4 +372,9 @@ def load_kineto(sources: Sequence[RankSource], *, source: str = "",
             meta={"format": "kineto", "distributedInfo": r.dist},
         )
         step_sets[r.rank] = _add_rank(b, r, shift)
-    return b.build(steps=common_steps(step_sets, source))
+    steps, notes = complete_steps(step_sets, source=source)
+    trace = b.build(steps=steps)
+    if notes:
+        trace.notes.extend(notes)
+        trace.keep_steps(steps)
+    return trace

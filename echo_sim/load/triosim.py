@@ -31,6 +31,7 @@ How the rows map onto the trace model:
 from __future__ import annotations
 
 import csv
+import io
 import math
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -38,7 +39,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from echo_sim.errors import TraceFormatError, TraceNotFoundError
-from echo_sim.trace.model import Cat, RankInfo, Trace, TraceBuilder
+from echo_sim.load.files import read_regular_file
+from echo_sim.trace.model import MAX_WORLD_SIZE, Cat, RankInfo, Trace, TraceBuilder
 
 if TYPE_CHECKING:
     from echo_sim.load.discover import RankSource
@@ -109,8 +111,9 @@ def is_triosim_csv(path: Path) -> bool:
 
 def _rows(path: Path, columns: tuple[str, ...]) -> list[tuple[int, dict[str, str]]]:
     """(line number, row) of a CSV whose header holds ``columns``."""
+    text = read_regular_file(path)
     try:
-        with path.open("r", encoding="utf-8-sig", newline="") as f:
+        with io.StringIO(text.decode("utf-8-sig"), newline="") as f:
             reader = csv.DictReader(f, skipinitialspace=True)
             header = [h.strip() for h in (reader.fieldnames or [])]
             if not header:
@@ -132,12 +135,20 @@ def _num(value: str | None, what: str, where: str, *, integer: bool = False) -> 
     text = (value or "").strip()
     try:
         x = float(int(text)) if integer else float(text)
-    except ValueError:
+    except (ValueError, OverflowError):
         raise TraceFormatError(f"{where}: {what} {text!r} is not "
                                f"{'an integer' if integer else 'a number'}") from None
     if not math.isfinite(x) or x < 0:
         raise TraceFormatError(f"{where}: {what} {text!r} must be finite and >= 0")
     return x
+
+
+def _gpu(value: str | None, where: str) -> int:
+    """A ``gpuid`` cell: an integer rank below :data:`MAX_WORLD_SIZE`."""
+    gpu = int(_num(value, "gpuid", where, integer=True))
+    if gpu >= MAX_WORLD_SIZE:
+        raise TraceFormatError(f"{where}: gpuid {gpu} is out of range (0..{MAX_WORLD_SIZE - 1})")
+    return gpu
 
 
 def _list(value: str | None, what: str, where: str) -> list[str]:
@@ -154,7 +165,7 @@ def _tensors(path: Path) -> dict[tuple[int, str], tuple[int, str, tuple[int, ...
     out: dict[tuple[int, str], tuple[int, str, tuple[int, ...]]] = {}
     for line, row in _rows(path, TENSOR_COLUMNS):
         where = f"{path}:{line}"
-        gpu = int(_num(row["gpuid"], "gpuid", where, integer=True))
+        gpu = _gpu(row["gpuid"], where)
         tid = (row["TensorID"] or "").strip()
         each = int(_num(row["TensorEachByte"], "TensorEachByte", where, integer=True))
         dims = re.findall(r"\d+", row["TensorShape"] or "")
@@ -192,7 +203,7 @@ def read_triosim(path: str | Path, *, tensor_csv: str | Path | None = None,
     for line, row in rows:
         where = f"{trace_csv}:{line} (OperatorID {(row['OperatorID'] or '').strip()!r})"
         op_id = _num(row["OperatorID"], "OperatorID", where, integer=True)
-        gpu = int(_num(row["gpuid"], "gpuid", where, integer=True))
+        gpu = _gpu(row["gpuid"], where)
         stage = (row["stage"] or "").strip().lower()
         if stage not in STAGES:
             raise TraceFormatError(f"{where}: stage {stage!r} unknown "

@@ -204,4 +204,4 @@ def _short(name: str, keep: int = 2) -> str:
     short = name if len(bits) <= keep + 1 else f"{bits[0]}…{'.'.join(bits[-keep:])}"
     if len(short) > LABEL_CHARS:
         short = short[:LABEL_CHARS - 1] + "…"
-    return safe_text(short, keep_newlines=False)
+    return safe_text(short)

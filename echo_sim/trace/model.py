@@ -13,16 +13,20 @@ Units: times are microseconds (``*_us``) on a clock aligned across ranks; sizes 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
 
 import numpy as np
 
+from echo_sim.textsafe import safe_text
+
 __all__ = [
     "CAT_NAMES",
     "COLLECTIVES",
+    "MAX_STEP",
+    "MAX_WORLD_SIZE",
     "Cat",
     "Counters",
     "Events",
@@ -62,6 +66,12 @@ COLLECTIVES: tuple[str, ...] = (
 """Collective type names; ``Events.coll`` holds an index into this tuple (-1: not a Comm)."""
 
 _COLL_INDEX = {c: i for i, c in enumerate(COLLECTIVES)}
+
+MAX_WORLD_SIZE = 1 << 20
+"""Largest world size (and rank + 1) a loader accepts: 1,048,576 processes. Claimed sizes
+are range-checked against it so nothing allocates per rank for a corrupt 10^12."""
+MAX_STEP = (1 << 31) - 1
+"""Largest step number (the ``step`` column is int32)."""
 
 # Column name -> numpy dtype, and the value a row gets when the loader gives none.
 _COLUMNS: dict[str, tuple[type, Any]] = {
@@ -166,6 +176,9 @@ class RankInfo:
     clock_offset_us: float = 0.0
     source: str = ""  # the file or directory this rank was read from
     meta: dict[str, Any] = field(default_factory=dict)  # the full meta.json, or {}
+    # what the trace file itself says of its rank (echo: trace.json's otherData and
+    # baseTimeNanoseconds), for cross-checking against meta.json
+    file_meta: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -176,7 +189,9 @@ class Trace:
     ``dags`` holds the per-rank ``dag.gml`` graphs a loader found (may be empty: the
     dependency rules in :mod:`echo_sim.trace.graph` rebuild them from the events).
     ``comm_args`` keeps the free-form args of Comm events (DDP bucket parameter names),
-    keyed by event row.
+    keyed by event row. ``notes`` are one-line warnings the loader gave while reading
+    (steps dropped from a crashed run, a combined trace split back into ranks), for the CLI
+    to print.
     """
 
     events: Events
@@ -187,10 +202,12 @@ class Trace:
     kinds: list[str] = field(default_factory=list)
     counters: Counters = field(default_factory=Counters.empty)
     counter_names: list[str] = field(default_factory=list)
-    dags: dict[int, Any] = field(default_factory=dict)  # rank -> networkx.DiGraph
+    # rank -> networkx.DiGraph; a Mapping (the echo loader's reads each dag.gml on first use)
+    dags: Mapping[int, Any] = field(default_factory=dict)
     comm_args: dict[int, dict[str, Any]] = field(default_factory=dict)
     source_format: str = "echo"
     source: str = ""
+    notes: list[str] = field(default_factory=list)
 
     # ----------------------------------------------------------------- lookups
     @property
@@ -241,6 +258,17 @@ class Trace:
     def group_of(self, row: int) -> tuple[int, ...] | None:
         g = int(self.events.group[row])
         return self.groups[g] if g >= 0 else None
+
+    def keep_steps(self, steps: Sequence[int]) -> None:
+        """Keep only events of ``steps`` (and those outside any step); set ``self.steps``."""
+        self.steps = sorted(int(s) for s in steps)
+        ev = self.events
+        keep = (ev.step < 0) | np.isin(ev.step, np.asarray(self.steps, dtype=np.int64))
+        if keep.all():
+            return
+        new_row = np.cumsum(keep) - 1
+        self.events = ev.take(keep)
+        self.comm_args = {int(new_row[r]): a for r, a in self.comm_args.items() if keep[r]}
 
     def iter_rank_steps(self) -> Iterator[tuple[int, int]]:
         for rank in sorted(self.ranks):
@@ -378,13 +406,13 @@ class TraceBuilder:
             steps = sorted({int(s) for s in np.unique(events.step) if s >= 0})
         return Trace(
             events=events,
-            names=list(self._names),
+            names=[safe_text(n) for n in self._names],
             ranks=dict(sorted(self.ranks.items())),
             steps=list(steps),
             groups=list(self._groups),
-            kinds=list(self._kinds),
+            kinds=[safe_text(k) for k in self._kinds],
             counters=counters,
-            counter_names=list(self._counter_names),
+            counter_names=[safe_text(c) for c in self._counter_names],
             dags=self.dags,
             comm_args=comm_args,
             source_format=self.source_format,

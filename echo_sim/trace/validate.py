@@ -1,6 +1,8 @@
 """Trace validation as a list of rules, shared by the loaders and ``echo_sim validate``.
 
-Each rule is ``check_*(trace) -> list[Violation]``. Errors make a trace unusable (the
+Each rule is ``check_*(trace) -> list[Violation]``. ``check_meta`` cross-checks meta.json
+against trace.json (an interrupted overwrite leaves a new trace next to the old meta: rank,
+world size, clock base and steps then disagree); ``check_notes`` reports the loader's notes. Errors make a trace unusable (the
 loader raises on them); warnings describe traces every analysis can still read (a rank
 missing from a partial copy, Perfetto-hostile overlapping slices, Comm events a foreign
 format leaves without sizes). Rules are vectorised over the event columns, so validating
@@ -18,18 +20,22 @@ from typing import Any
 import numpy as np
 
 from echo_sim.errors import TraceFormatError, TraceMismatchError
-from echo_sim.trace.model import COLLECTIVES, Trace
+from echo_sim.trace.model import COLLECTIVES, Cat, Trace
+from echo_sim.trace.steps import ranges
 
 __all__ = [
     "ALL_RULES",
     "FATAL_RULES",
     "MAX_EXAMPLES",
+    "MAX_TIME_US",
     "Rule",
     "Violation",
     "check_collective_matching",
     "check_comm_fields",
     "check_dags",
     "check_gradient_comm_order",
+    "check_meta",
+    "check_notes",
     "check_overlaps",
     "check_ranks",
     "check_steps",
@@ -40,6 +46,9 @@ __all__ = [
 ]
 
 MAX_EXAMPLES = 5
+MAX_TIME_US = float(1 << 53)
+"""Largest |timestamp| and duration accepted (2^53 µs, ~285 years): past it float64 cannot
+hold a microsecond, and the sums replay makes overflow (``ts: 1e308`` printed -1,531 ms)."""
 
 
 def _tolerance_us(ts: np.ndarray) -> float:
@@ -88,15 +97,20 @@ def _label(trace: Trace, row: int) -> str:
 
 # ---------------------------------------------------------------------------- rules
 def check_times(trace: Trace) -> list[Violation]:
-    """Every event has a finite start and a finite, non-negative duration (error)."""
+    """Every event has a finite start and a finite, non-negative duration, both within
+    :data:`MAX_TIME_US` (error)."""
     ev = trace.events
-    bad_ts = ~np.isfinite(ev.ts_us) | ~np.isfinite(ev.dur_us)
+    bad_ts = (~np.isfinite(ev.ts_us) | ~np.isfinite(ev.dur_us)
+              | (np.abs(ev.ts_us) > MAX_TIME_US) | (ev.dur_us > MAX_TIME_US))
     neg = np.isfinite(ev.dur_us) & (ev.dur_us < 0)
-    items = [(f"{_label(trace, int(r))}: non-finite time", int(ev.rank[r]), int(r))
+    finite = np.isfinite(ev.ts_us) & np.isfinite(ev.dur_us)
+    items = [(f"{_label(trace, int(r))}: " + (
+        f"time out of range (ts {float(ev.ts_us[r])!r}, dur {float(ev.dur_us[r])!r} us; "
+        f"limit {MAX_TIME_US:.0f})" if finite[r] else "non-finite time"), int(ev.rank[r]), int(r))
              for r in np.flatnonzero(bad_ts)[: MAX_EXAMPLES + 1]]
     items += [(f"{_label(trace, int(r))}: negative duration {float(ev.dur_us[r]):.3f} us",
-               int(ev.rank[r]), int(r)) for r in np.flatnonzero(neg)[: MAX_EXAMPLES + 1]]
-    total = int(bad_ts.sum() + neg.sum())
+               int(ev.rank[r]), int(r)) for r in np.flatnonzero(neg & ~bad_ts)[: MAX_EXAMPLES + 1]]
+    total = int((bad_ts | neg).sum())
     out = _capped("times", "error", items[:MAX_EXAMPLES])
     if total > MAX_EXAMPLES:
         out.append(Violation("times", "error", f"... and {total - MAX_EXAMPLES} more"))
@@ -182,14 +196,26 @@ def check_steps(trace: Trace) -> list[Violation]:
 
 
 def check_ranks(trace: Trace) -> list[Violation]:
-    """Ranks 0..world_size-1 are all present (warning: a partial copy is still readable)."""
+    """Ranks 0..world_size-1 are all present (warning: a partial copy is still readable).
+
+    Works on the gaps between present ranks, never on ``range(world_size)``: a corrupt
+    world size costs nothing.
+    """
     world = trace.world_size
-    missing = sorted(set(range(world)) - set(trace.ranks))
+    present = sorted(r for r in trace.ranks if 0 <= r < world)
     extra = sorted(r for r in trace.ranks if r >= world)
+    gaps: list[str] = []
+    n_missing = world - len(present)
+    prev = -1
+    for r in present + [world]:
+        if r > prev + 1 and len(gaps) < 8:
+            gaps.append(str(prev + 1) if r == prev + 2 else f"{prev + 1}-{r - 1}")
+        prev = r
     out = []
-    if missing:
-        out.append(Violation("ranks", "warning",
-                             f"world size {world} but ranks {_ranges(missing)} are missing"))
+    if n_missing > 0:
+        more = f",... ({n_missing} in all)" if len(gaps) == 8 else ""
+        out.append(Violation("ranks", "warning", f"world size {world} but ranks "
+                             f"{','.join(gaps)}{more} are missing"))
     if extra:
         out.append(Violation("ranks", "warning", f"ranks {_ranges(extra)} >= world size {world}"))
     return out
@@ -302,9 +328,64 @@ def check_gradient_comm_order(trace: Trace) -> list[Violation]:
     return _capped("gradient_comm_order", "error", items)
 
 
+# ------------------------------------------------------------- meta.json vs trace
+_HINT = "meta.json and trace.json come from different runs (an interrupted overwrite?)"
+
+
+def _markers(trace: Trace) -> dict[int, set[int]]:
+    ev = trace.events
+    rows = np.flatnonzero((ev.cat == Cat.STEP) & (ev.step >= 0))
+    out: dict[int, set[int]] = {}
+    for r, s in zip(ev.rank[rows].tolist(), ev.step[rows].tolist(), strict=True):
+        out.setdefault(int(r), set()).add(int(s))
+    return out
+
+
+def check_meta(trace: Trace) -> list[Violation]:
+    """meta.json agrees with trace.json on rank, world size, clock base and steps (error)."""
+    out: list[Violation] = []
+    markers = _markers(trace)
+    worlds: dict[int, list[int]] = {}
+    for rank, info in sorted(trace.ranks.items()):
+        meta, file = info.meta, info.file_meta
+        if not meta or meta.get("format") not in (None, "echo-trace/1"):
+            continue
+        for key_meta, key_file in (("rank", "rank"), ("world_size", "world_size"),
+                                   ("base_time_ns", "baseTimeNanoseconds")):
+            if key_meta in meta and key_file in file and meta[key_meta] != file[key_file]:
+                out.append(Violation(
+                    "meta", "error", f"rank {rank}: meta.json {key_meta} {meta[key_meta]!r} "
+                    f"!= trace.json {key_file} {file[key_file]!r}: {_HINT}", rank))
+        if type(meta.get("world_size")) is int:
+            worlds.setdefault(meta["world_size"], []).append(rank)
+        claimed = meta.get("steps")
+        # the file's own STEP markers as read (before a crash trace's steps were cut)
+        seen = set(file.get("step_markers", markers.get(rank, ())))
+        if isinstance(claimed, list) and seen:
+            extra = sorted(seen - set(claimed) - set(meta.get("partial_steps") or ()))
+            missing = sorted(set(claimed) - seen)
+            if extra or missing:
+                what = "; ".join(
+                    ([f"trace.json has steps {ranges(extra)} meta.json does not list"]
+                     if extra else [])
+                    + ([f"meta.json lists steps {ranges(missing)} trace.json lacks"]
+                       if missing else []))
+                out.append(Violation("meta", "error", f"rank {rank}: {what}: {_HINT}", rank))
+    if len(worlds) > 1:
+        shown = "; ".join(f"{w} on ranks {ranges(sorted(r))}" for w, r in sorted(worlds.items()))
+        out.append(Violation("meta", "error", f"meta.json world_size differs across ranks: "
+                                              f"{shown}"))
+    return out
+
+
+def check_notes(trace: Trace) -> list[Violation]:
+    """What the loader warned about while reading (warning)."""
+    return [Violation("load", "warning", note) for note in trace.notes]
+
+
 ALL_RULES: tuple[Rule, ...] = (
-    check_times, check_steps, check_dags, check_ranks, check_overlaps, check_comm_fields,
-    check_collective_matching, check_gradient_comm_order,
+    check_times, check_steps, check_dags, check_meta, check_ranks, check_overlaps,
+    check_comm_fields, check_collective_matching, check_gradient_comm_order, check_notes,
 )
 FATAL_RULES: tuple[Rule, ...] = (check_times, check_steps, check_dags)
 """The rules whose errors the loader raises on (cheap, vectorised)."""
