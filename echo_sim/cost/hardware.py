@@ -50,6 +50,7 @@ class GPU:
     peak_tflops: dict[str, float] = field(hash=False)
     mem_bw_gbps: float
     memory_bytes: int
+    sms: int = 1  # streaming multiprocessors (CPU: cores): the waves of a tiled GEMM
 
     def __post_init__(self) -> None:
         missing = [d for d in DTYPES if d not in self.peak_tflops]
@@ -63,6 +64,8 @@ class GPU:
             raise ConfigError(f"GPU {self.name!r}: mem_bw_gbps={self.mem_bw_gbps} must be > 0")
         if self.memory_bytes <= 0:
             raise ConfigError(f"GPU {self.name!r}: memory_bytes={self.memory_bytes} must be > 0")
+        if self.sms < 1:
+            raise ConfigError(f"GPU {self.name!r}: sms={self.sms} must be >= 1")
 
     def peak_flops(self, dtype: str) -> float:
         """Peak dense FLOP/s for ``dtype`` (one of :data:`DTYPES`; ``float32`` etc. accepted)."""
@@ -87,25 +90,26 @@ _DTYPE_ALIASES = {
 # V100 SXM2 32 GB — NVIDIA Tesla V100 datasheet (2020): FP32 15.7 TFLOPS, tensor (FP16)
 # 125 TFLOPS, HBM2 900 GB/s. No TF32 or BF16 hardware: those run at the FP32 rate.
 _V100 = GPU(name="v100", peak_tflops={"fp32": 15.7, "tf32": 15.7, "bf16": 15.7, "fp16": 125.0},
-            mem_bw_gbps=900.0, memory_bytes=32 * _GiB)
+            mem_bw_gbps=900.0, memory_bytes=32 * _GiB, sms=80)
 # A100 SXM4 80 GB — NVIDIA A100 datasheet (2021): FP32 19.5, TF32 156, BF16/FP16 312 TFLOPS
-# dense (624 with sparsity), HBM2e 2,039 GB/s.
+# dense (624 with sparsity), HBM2e 2,039 GB/s; 108 SMs (NVIDIA A100 Tensor Core GPU
+# Architecture whitepaper, 2020, Table 1).
 _A100 = GPU(name="a100", peak_tflops={"fp32": 19.5, "tf32": 156.0, "bf16": 312.0, "fp16": 312.0},
-            mem_bw_gbps=2039.0, memory_bytes=80 * _GiB)
+            mem_bw_gbps=2039.0, memory_bytes=80 * _GiB, sms=108)
 # H100 SXM5 80 GB — NVIDIA H100 datasheet (2023): FP32 67, TF32 494.7, BF16/FP16 989.4 TFLOPS
 # dense (the datasheet's 989/1,979 figures are with sparsity for TF32/BF16), HBM3 3.35 TB/s.
 _H100 = GPU(name="h100", peak_tflops={"fp32": 67.0, "tf32": 494.7, "bf16": 989.4, "fp16": 989.4},
-            mem_bw_gbps=3350.0, memory_bytes=80 * _GiB)
+            mem_bw_gbps=3350.0, memory_bytes=80 * _GiB, sms=132)  # H100 SXM5: 132 SMs
 # H200 SXM 141 GB — NVIDIA H200 datasheet (2024): same Hopper compute as H100 SXM,
 # HBM3e 4.8 TB/s, 141 GB.
 _H200 = GPU(name="h200", peak_tflops={"fp32": 67.0, "tf32": 494.7, "bf16": 989.4, "fp16": 989.4},
-            mem_bw_gbps=4800.0, memory_bytes=141 * 10**9)
+            mem_bw_gbps=4800.0, memory_bytes=141 * 10**9, sms=132)
 # A nominal CPU "device" (one training process on a CPU host, as gloo runs do): a 16-core
 # AVX2 server at ~3 GHz does 16 cores × 2 FMA units × 8 fp32 lanes × 2 FLOP × 3e9 ≈ 1.5
 # TFLOPS; no native bf16/fp16 math. Dual-channel DDR4-3200 = 2 × 25.6 = 51.2 GB/s.
 # Deliberately rough: profile this machine (`profile-comm`, a real trace) for real figures.
 _CPU = GPU(name="cpu", peak_tflops={"fp32": 1.5, "tf32": 1.5, "bf16": 1.5, "fp16": 1.5},
-           mem_bw_gbps=51.2, memory_bytes=64 * _GiB)
+           mem_bw_gbps=51.2, memory_bytes=64 * _GiB, sms=16)
 
 GPUS: dict[str, GPU] = {g.name: g for g in (_V100, _A100, _H100, _H200, _CPU)}
 """Accelerator presets by name."""
@@ -210,8 +214,13 @@ _DGX2_V100 = Cluster(name="dgx2-v100", gpu=_V100, gpus_per_node=16, intra_bw_gbp
 _CPU_GLOO = Cluster(name="cpu-gloo", gpu=_CPU, gpus_per_node=2, intra_bw_gbps=2.0,
                     intra_latency_us=30.0, inter_bw_gbps=1.25, inter_latency_us=50.0)
 
+# Jean Zay A100 partition (BLOOM-176B; Le Scao et al. 2022 §3.4 / BigScience model page):
+# 8 x A100-80GB SXM4 per node (NVLink 3: 12 links x 25 GB/s = 300 GB/s per direction) and
+# 4 x 100 Gb/s Omni-Path per node = 50 GB/s per node = 6.25 GB/s per GPU per direction.
+_JEANZAY_A100 = dataclasses.replace(_DGX_A100, name="jeanzay-a100", inter_bw_gbps=6.25)
+
 CLUSTERS: dict[str, Cluster] = {
-    c.name: c for c in (_DGX_A100, _DGX_H100, _DGX_H200, _DGX2_V100, _CPU_GLOO)
+    c.name: c for c in (_DGX_A100, _DGX_H100, _DGX_H200, _DGX2_V100, _CPU_GLOO, _JEANZAY_A100)
 }
 """Cluster presets by name (one node each; :func:`get_cluster` scales them)."""
 

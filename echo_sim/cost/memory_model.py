@@ -103,13 +103,21 @@ def model_state_bytes(param_bytes: float, *, elem_bytes: int, states: int, mixed
 
 
 def activation_bytes(fw: Sequence[Op], *, tp: int = 1, mb_scale: float = 1.0,
-                     recompute: bool = False) -> float:
-    """Activation bytes one micro-batch leaves on a stage whose forward ops are ``fw``."""
+                     recompute: bool | str = False) -> float:
+    """Activation bytes one micro-batch leaves on a stage whose forward ops are ``fw``.
+
+    ``recompute``: ``False``/``"none"``, ``"selective"`` (Korthikanti et al. 2022 §4.2:
+    the attention core's working set — scores, softmax, dropout mask — is dropped and
+    rebuilt in backward; a trace's ``out_bytes`` never holds that working set, only the
+    core's output, which stays, so the sum is the same as without recomputation) or
+    ``True``/``"full"`` (each block keeps its input; one block's activations are live
+    while it recomputes).
+    """
     def out(o: Op) -> float:
         sharded = o.role in ("column", "inner") or (o.role == "vocab" and o.kind != "Embedding")
         return o.out_bytes * mb_scale / (tp if sharded else 1)
 
-    if not recompute:
+    if recompute is False or recompute in ("none", "selective"):
         return float(sum(out(o) for o in fw))
     by_unit: dict[str, list[Op]] = {}
     for o in fw:
