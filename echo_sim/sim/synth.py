@@ -45,7 +45,10 @@ before 2022), per ``attention``; memory-bound kernels by the bytes they move:
 * ``head`` adds the fp32 loss of mixed precision (Micikevicius et al. 2018, §3.3: the
   softmax cross-entropy in fp32): logits cast to fp32 and the vocab softmax stored
   (18 bytes per logit forward: read 2, write 4, two 4-byte passes, store 4; 14 backward);
-* the embedding's backward writes its whole weight gradient.
+* the embedding's backward writes its whole weight gradient;
+* mixed precision keeps fp32 main gradients (Micikevicius et al. 2018 §3.1; Megatron-LM's
+  ``main_grad``): each 16-bit weight gradient is added into its fp32 copy after every
+  micro-batch's backward — 10 bytes per weight (read 2 + read 4 + write 4).
 
 Optimizer (``UPDATE.AdamW``): memory-bound. Mixed-precision Adam keeps 16 bytes per
 parameter (Rajbhandari et al. 2020, "ZeRO", §3.1: 2 fp16 weights + 2 fp16 gradients + 12 for
@@ -84,6 +87,7 @@ DTYPE_BYTES: dict[str, int] = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2}
 _TORCH_DTYPE = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 ADAM_BYTES_PER_PARAM = 28  # read 14 + write 14 bytes per parameter (module docstring)
 _TOKEN_BYTES = 8  # int64 token / position ids
+_MAIN_GRAD_BYTES = 10  # per weight per micro-batch: read 16-bit grad, read + write fp32
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -229,6 +233,8 @@ def kernel_times_us(o: SynthOp, shape: GPTShape, gpu: GPU, dtype: str,
         fw = gemm_us(r, fout, fin, gpu, dtype, elem_bytes=e)
         bw = gemm_us(r, fin, fout, gpu, dtype, elem_bytes=e) + \
             gemm_us(fin, fout, r, gpu, dtype, elem_bytes=e)
+        if e == 2:  # fp32 main-gradient accumulation (module docstring)
+            bw += elementwise_us(o.param_bytes / e * _MAIN_GRAD_BYTES, gpu)
         if o.module == "head":
             logits = float(rows) * shape.vocab
             fw += elementwise_us(logits * 18, gpu)
@@ -249,8 +255,9 @@ def kernel_times_us(o: SynthOp, shape: GPTShape, gpu: GPU, dtype: str,
         return elementwise_us(o.in_bytes + o.out_bytes, gpu), \
             elementwise_us(2 * o.in_bytes + o.out_bytes, gpu)
     if o.kind == "Embedding":
+        acc = o.param_bytes / e * _MAIN_GRAD_BYTES if e == 2 else 0.0
         return elementwise_us(o.in_bytes + o.out_bytes, gpu), \
-            elementwise_us(o.param_bytes + 2 * o.out_bytes, gpu)
+            elementwise_us(o.param_bytes + 2 * o.out_bytes + acc, gpu)
     return elementwise_us(o.fw_bytes, gpu), elementwise_us(o.bw_bytes, gpu)
 
 
