@@ -114,3 +114,43 @@ def test_sequence_parallel_shards_replicated_block_ops() -> None:
     head = next(o for o in wl.ops if o.module == "head" and o.phase == "F")
     assert sp[head.index] == plain[head.index]
     assert math.isfinite(float(sp.sum()))
+
+
+def test_zero3_fetch_path_bounds_deepspeed_2021_collectives() -> None:
+    from echo_sim.cost.zero3 import FETCH_GBPS, fetch_us
+    from echo_sim.errors import ConfigError
+
+    s = 3.6e9  # one GPT-175B layer of fp16 parameters
+    assert fetch_us(s, 1536, "fsdp2") == 0.0
+    assert fetch_us(s, 1536, "deepspeed-2021") == pytest.approx(
+        1535 / 1536 * s / (FETCH_GBPS * 1e3))
+    assert fetch_us(s, 1, "deepspeed-2021") == 0.0
+    with pytest.raises(ConfigError, match="valid: fsdp2, deepspeed-2021"):
+        fetch_us(s, 8, "zero-infinity")
+
+
+def test_deepspeed_zero3_is_slower_than_fsdp2_at_scale() -> None:
+    from echo_sim.sim.simulate import SimConfig, simulate
+
+    shape = GPTShape(layers=4, hidden=4096, heads=32, seq=1024, vocab=8192, micro_batch=1)
+    tr = synth_trace(SynthConfig(model=shape, gpu="a100", steps=1))
+    common = dict(dp=64, micro_batch=1, global_batch=64, cluster="dgx-a100", fsdp=True,
+                  recompute="full")
+    fsdp2 = simulate(tr, SimConfig(**common), keep=False)  # type: ignore[arg-type]
+    ds = simulate(tr, SimConfig(fsdp_impl="deepspeed-2021", **common),  # type: ignore
+                  keep=False)
+    assert ds.iteration_time_us > 1.5 * fsdp2.iteration_time_us
+
+
+def test_post_backward_all_reduce_is_one_bucket_after_backward() -> None:
+    from echo_sim.workload.data_parallel import apply_data_parallel
+
+    wl = extract_workload(synth_trace(SynthConfig(model=SHAPE, gpu="a100", steps=1)))
+    bw = [o for o in wl.ops if o.phase == "B"]
+    params = [(n, float(b)) for n, b, _ in wl.params]
+    hooks = apply_data_parallel(bw, params, mode="post")
+    assert len(hooks) == 1
+    h = hooks[0]
+    assert h.collective == "all_reduce" and h.issue == bw[-1].index and h.when == "last"
+    assert h.nbytes == int(sum(b for _, b in params))
+    assert len(apply_data_parallel(bw, params, mode="ddp")) > 1

@@ -12,6 +12,12 @@ Layout fields the sources do not state are filled by one documented rule for all
 micro-batches with pipelining); the non-interleaved 1F1B schedule where the source names
 no interleaving; full activation recomputation for the Megatron-LM 2021 runs (§5.1: "we
 use activation recomputation" for all these runs; eq. (3) counts it).
+
+Software facts of the time, applied to every row of that software (not tuned): all rows
+predate FlashAttention (attention with materialised scores, ``unfused``); Megatron-LM and
+Megatron-DeepSpeed all-reduce the gradient buffer once after the last micro-batch's
+backward (``data_parallel="post"``); the ZeRO-3 baseline of Table 2 is DeepSpeed's ZeRO-3 of
+2021 (``fsdp_impl="deepspeed-2021"``, :mod:`echo_sim.cost.zero3`).
 """
 
 from __future__ import annotations

@@ -54,7 +54,9 @@ def predict_row(row: Row) -> dict[str, Any]:
                     virtual_stages=row.virtual_stages, cluster=row.cluster,
                     gpus_per_node=cluster.gpus_per_node, fsdp=row.zero3,
                     recompute=row.recompute,
-                    sequence_parallel=row.sequence_parallel)
+                    sequence_parallel=row.sequence_parallel,
+                    fsdp_impl="deepspeed-2021" if row.zero3 else "fsdp2",
+                    data_parallel="ddp" if row.zero3 else "post")
     res = simulate(trace, cfg, keep=False)
     wall = time.perf_counter() - t0
     pred_s = res.iteration_time_us / 1e6

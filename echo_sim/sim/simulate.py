@@ -66,6 +66,7 @@ class SimConfig:
     fsdp: bool = False
     recompute: bool | str = False  # False/True or "none" | "selective" | "full"
     sequence_parallel: bool = False
+    fsdp_impl: str = "fsdp2"  # or "deepspeed-2021" (echo_sim.cost.zero3)
     comm_profile: str | None = None
     memory_limit_bytes: int | None = None  # default: the GPU's memory
     compute_factor: float | None = None
@@ -309,6 +310,7 @@ def simulate(trace: Trace | Workload, config: SimConfig, *, comm: Any = None,
     plan = make_plan(workload, layout, base, mb_scale=mb_scale, fsdp=config.fsdp,
                      fsdp_overlap=not is_cpu, recompute=config.recompute,
                      sequence_parallel=config.sequence_parallel,
+                     fsdp_impl=config.fsdp_impl,
                      dp_mode=config.data_parallel, bucket_cap_bytes=config.bucket_cap_bytes,
                      stage_split=config.stage_split)
     built = build_graph(plan, layout, comm, link_contention=config.link_contention)

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from echo_sim.cost.zero3 import fetch_us
 from echo_sim.sim.engine import TaskGraph
 from echo_sim.workload.data_parallel import apply_data_parallel, ddp_buffer_hooks
 from echo_sim.workload.fsdp import apply_fsdp
@@ -125,13 +126,15 @@ class Plan:
     pre_us: float
     post_us: float
     stage_of_unit: dict[str, int]
+    fsdp_impl: str = "fsdp2"
+    recompute: str = "none"
 
 
 def make_plan(workload: Workload, layout: Layout, base_time_us: np.ndarray, *,
               mb_scale: float = 1.0, fsdp: bool = False, fsdp_overlap: bool = True,
               recompute: bool | str = False, dp_mode: str = "ddp",
               bucket_cap_bytes: int = 25 * 1024 * 1024, stage_split: str = "time",
-              sequence_parallel: bool = False) -> Plan:
+              sequence_parallel: bool = False, fsdp_impl: str = "fsdp2") -> Plan:
     """Op times and hooks per virtual stage for ``layout`` (see the module docstring).
 
     ``base_time_us``: per op index, the time on the target device at the target
@@ -139,8 +142,10 @@ def make_plan(workload: Workload, layout: Layout, base_time_us: np.ndarray, *,
     ``sequence_parallel`` (Korthikanti et al. 2022, §4.2.2): the ops tensor parallelism
     replicates inside blocks (layer norms, dropout-adds) run on ``1/tp`` of the sequence;
     the all-reduces become reduce-scatter + all-gather of the same total bytes.
+    ``fsdp_impl``: ``fsdp2`` or ``deepspeed-2021`` (:mod:`echo_sim.cost.zero3`).
     """
     mode = recompute_mode(recompute)
+    fetch_us(0.0, 1, fsdp_impl)  # validates the name
     ops = list(workload.ops)
     fw_all = [o for o in ops if o.phase == "F"]
     bw_all = [o for o in ops if o.phase == "B"]
@@ -218,7 +223,8 @@ def make_plan(workload: Workload, layout: Layout, base_time_us: np.ndarray, *,
         frac = held / total_params / (layout.dp if fsdp else 1)
         update_us.append(upd * frac)
     return Plan(time_us=t, stages=stages, update_us=update_us, pre_us=workload.pre_us,
-                post_us=workload.post_us, stage_of_unit=stage_of_unit)
+                post_us=workload.post_us, stage_of_unit=stage_of_unit, fsdp_impl=fsdp_impl,
+                recompute=mode)
 
 
 def _offset(hooks: list[CommHook], base: int) -> list[CommHook]:
@@ -382,10 +388,17 @@ def build_graph(plan: Plan, layout: Layout, comm: Any, *,
         ct = pending.get(key)
         if ct is None:
             members = [x for x in grp if x in sim_set]
-            rs = [res(x, h.channel) for x in members]
+            # deepspeed-2021: every ZeRO-3 collective goes through the one per-GPU fetch path
+            ch = "comm_ag" if (plan.fsdp_impl != "fsdp2" and h.name.startswith("fsdp.")) \
+                else h.channel
+            rs = [res(x, ch) for x in members]
             if link_contention:
                 rs += [g.resource(name) for name in comm.links(list(grp))]
             dur = comm.time_us(h.collective, h.nbytes, list(grp))
+            if plan.fsdp_impl != "fsdp2" and h.name.startswith("fsdp."):
+                passes = 2 if (h.name.startswith("fsdp.ag.bw.") and
+                               plan.recompute == "full") else 1
+                dur = max(dur, passes * fetch_us(h.nbytes, len(grp), plan.fsdp_impl))
             ct = pending[key] = task(dur, tuple(rs), label=("comm", vs, hi, mb))
             comm_info[ct] = (h.name, h.collective, h.nbytes, grp)
             for x in members:
