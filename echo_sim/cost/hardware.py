@@ -145,6 +145,8 @@ class Cluster:
     inter_latency_us: float
     topology: str = "switch"
     mesh_dims: tuple[int, int] | None = None
+    intra_efficiency: float = 1.0  # fraction of intra_bw_gbps NCCL's bus bandwidth reaches
+    inter_efficiency: float = 1.0  # same for the NICs
 
     def __post_init__(self) -> None:
         if self.gpus_per_node < 1 or self.nodes < 1:
@@ -154,6 +156,10 @@ class Cluster:
             v = getattr(self, f)
             if not (v > 0 and math.isfinite(v)):
                 raise ConfigError(f"cluster {self.name!r}: {f}={v} must be > 0")
+        for f in ("intra_efficiency", "inter_efficiency"):
+            v = getattr(self, f)
+            if not 0 < v <= 1:
+                raise ConfigError(f"cluster {self.name!r}: {f}={v} must be in (0, 1]")
         for f in ("intra_latency_us", "inter_latency_us"):
             v = getattr(self, f)
             if not (v >= 0 and math.isfinite(v)):
@@ -192,22 +198,32 @@ class Cluster:
 # ~20-30 us across two nodes over InfiniBand, whose hardware port-to-port latency is
 # ~1 us (NVIDIA ConnectX-6/7 product briefs) plus the network stack: we take 5 us per step.
 #
+# Achieved fraction of the link rate (nccl-tests "bus bandwidth" of large all-reduces,
+# NVIDIA/nccl-tests issues #149 and #178: 8 x A100-SXM4 NVLink nodes reach 200-208 GB/s of
+# the 300 GB/s per direction -> 0.69; #119: 3 nodes x 4 HDR NICs reach 84.8-96 of 100 GB/s
+# -> 0.9). Applied to every NVLink / InfiniBand preset (protocol overheads of NCCL's
+# Simple protocol; no per-machine tuning).
+_NVLINK_EFF, _NET_EFF = 0.69, 0.9
+
 # DGX A100 — NVIDIA DGX A100 datasheet / user guide: 8 × A100 80 GB, 3rd-gen NVLink through
 # 6 NVSwitches, 600 GB/s bidirectional per GPU (= 300 GB/s per direction); 8 × ConnectX-6
 # HDR InfiniBand 200 Gb/s for compute (= 25 GB/s per GPU per direction).
 _DGX_A100 = Cluster(name="dgx-a100", gpu=_A100, gpus_per_node=8, intra_bw_gbps=300.0,
-                    intra_latency_us=1.0, inter_bw_gbps=25.0, inter_latency_us=5.0)
+                    intra_latency_us=1.0, inter_bw_gbps=25.0, inter_latency_us=5.0,
+                    intra_efficiency=_NVLINK_EFF, inter_efficiency=_NET_EFF)
 # DGX H100 — NVIDIA DGX H100 datasheet: 8 × H100 SXM, 4th-gen NVLink 900 GB/s bidirectional
 # per GPU (450 per direction) through 4 NVSwitches; 8 × ConnectX-7 NDR 400 Gb/s (50 GB/s).
 _DGX_H100 = Cluster(name="dgx-h100", gpu=_H100, gpus_per_node=8, intra_bw_gbps=450.0,
-                    intra_latency_us=1.0, inter_bw_gbps=50.0, inter_latency_us=5.0)
+                    intra_latency_us=1.0, inter_bw_gbps=50.0, inter_latency_us=5.0,
+                    intra_efficiency=_NVLINK_EFF, inter_efficiency=_NET_EFF)
 # DGX H200 — NVIDIA DGX H200 datasheet: the DGX H100 fabric with H200 GPUs.
 _DGX_H200 = dataclasses.replace(_DGX_H100, name="dgx-h200", gpu=_H200)
 # DGX-2 (V100) — NVIDIA DGX-2 datasheet: 16 × V100 32 GB, 2nd-gen NVLink through 12
 # NVSwitches, 300 GB/s bidirectional per GPU (150 per direction); 8 × 100 Gb/s EDR
 # InfiniBand for 16 GPUs = 12.5 GB/s per NIC shared by 2 GPUs = 6.25 GB/s per GPU.
 _DGX2_V100 = Cluster(name="dgx2-v100", gpu=_V100, gpus_per_node=16, intra_bw_gbps=150.0,
-                     intra_latency_us=1.5, inter_bw_gbps=6.25, inter_latency_us=5.0)
+                     intra_latency_us=1.5, inter_bw_gbps=6.25, inter_latency_us=5.0,
+                     intra_efficiency=_NVLINK_EFF, inter_efficiency=_NET_EFF)
 # CPU hosts running gloo (this project's test machines): processes on one host talk over
 # loopback TCP, a few GB/s with ~tens of us per message (measure yours with
 # `python -m echo_sim profile-comm`); hosts talk over 10 GbE = 1.25 GB/s, ~50 us.

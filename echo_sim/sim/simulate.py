@@ -32,6 +32,7 @@ from echo_sim.cost.memory_model import (
     dtype_bytes,
     model_state_bytes,
     optimizer_states,
+    recompute_working_bytes,
 )
 from echo_sim.errors import ConfigError
 from echo_sim.sim.engine import Schedule, run
@@ -459,11 +460,14 @@ def _memory(config: SimConfig, workload: Workload, plan: Plan, layout: Layout,
                                                mixed=mixed, shard=shard)
         acts = stage_actions(layout.schedule, P, layout.micro_batches, s, V)
         per_chunk = [activation_bytes(c.fw, tp=tp, mb_scale=mb_scale,
-                                      recompute=config.recompute) for c in chunks]
+                                      recompute=config.recompute, include_working=False)
+                     for c in chunks]
         cur = best = 0.0
         for phase, c, _ in acts:
             cur += per_chunk[c] if phase == "F" else -per_chunk[c]
             best = max(best, cur)
+        best += max(recompute_working_bytes(c.fw, tp=tp, mb_scale=mb_scale,
+                                            recompute=config.recompute) for c in chunks)
         buffers = 0.0
         if config.fsdp:
             units = [float(sum(tp_param_bytes(o, tp) for o in ops))
