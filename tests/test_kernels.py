@@ -154,3 +154,21 @@ def test_post_backward_all_reduce_is_one_bucket_after_backward() -> None:
     assert h.collective == "all_reduce" and h.issue == bw[-1].index and h.when == "last"
     assert h.nbytes == int(sum(b for _, b in params))
     assert len(apply_data_parallel(bw, params, mode="ddp")) > 1
+
+
+def test_comm_model_prices_at_achieved_nccl_bandwidth() -> None:
+    from echo_sim.cost.collectives import CommModel, achieved_cluster, collective_time_us
+    from echo_sim.cost.hardware import get_cluster
+
+    c = get_cluster("dgx-a100")
+    a = achieved_cluster(c)
+    assert a.intra_bw_gbps == pytest.approx(300.0 * c.intra_efficiency)
+    assert a.inter_bw_gbps == pytest.approx(25.0 * c.inter_efficiency)
+    assert achieved_cluster(get_cluster("cpu-gloo")) is get_cluster("cpu-gloo")
+    big = 1 << 30
+    ranks = list(range(8))
+    # the simulator's model is slower than the link-rate formula by 1 / efficiency
+    ratio = CommModel(c).time_us("all_reduce", big, ranks) / \
+        collective_time_us("all_reduce", big, ranks, c)
+    assert ratio == pytest.approx(1 / c.intra_efficiency, rel=0.01)
+    assert get_cluster("jeanzay-a100").inter_bw_gbps == 6.25
