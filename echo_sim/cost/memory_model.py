@@ -104,7 +104,8 @@ def model_state_bytes(param_bytes: float, *, elem_bytes: int, states: int, mixed
 
 
 def activation_bytes(fw: Sequence[Op], *, tp: int = 1, mb_scale: float = 1.0,
-                     recompute: bool | str = False, include_working: bool = True) -> float:
+                     recompute: bool | str = False, include_working: bool = True,
+                     sequence_parallel: bool = False) -> float:
     """Activation bytes one micro-batch leaves on a stage whose forward ops are ``fw``.
 
     ``recompute``: ``False``/``"none"``, ``"selective"`` (Korthikanti et al. 2022 §4.2:
@@ -118,6 +119,9 @@ def activation_bytes(fw: Sequence[Op], *, tp: int = 1, mb_scale: float = 1.0,
     """
     def out(o: Op) -> float:
         sharded = o.role in ("column", "inner") or (o.role == "vocab" and o.kind != "Embedding")
+        # sequence parallelism (Korthikanti et al. 2022 §4.2.2): the block's replicated
+        # ops (layer norms, dropout-adds, row outputs) hold 1/tp of the sequence
+        sharded = sharded or (sequence_parallel and o.block >= 0)
         return o.out_bytes * mb_scale / (tp if sharded else 1)
 
     if recompute is False or recompute in ("none", "selective"):

@@ -460,7 +460,8 @@ def _memory(config: SimConfig, workload: Workload, plan: Plan, layout: Layout,
                                                mixed=mixed, shard=shard)
         acts = stage_actions(layout.schedule, P, layout.micro_batches, s, V)
         per_chunk = [activation_bytes(c.fw, tp=tp, mb_scale=mb_scale,
-                                      recompute=config.recompute, include_working=False)
+                                      recompute=config.recompute, include_working=False,
+                                      sequence_parallel=config.sequence_parallel)
                      for c in chunks]
         cur = best = 0.0
         for phase, c, _ in acts:
