@@ -126,3 +126,35 @@ def test_recompute_trades_memory_for_time():
     rc = simulate(tr, SimConfig(cluster="cpu-gloo", recompute=True))
     assert rc.iteration_time_us == pytest.approx(base.iteration_time_us + 18 * 10.0)
     assert rc.ranks[0].memory["activations"] < base.ranks[0].memory["activations"]
+
+
+def test_recompute_working_set_counts_once_not_per_micro_batch() -> None:
+    from echo_sim.cost.memory_model import activation_bytes, recompute_working_bytes
+    from echo_sim.sim.synth import GPTShape, SynthConfig, synth_trace
+    from echo_sim.workload.ops import extract_workload
+
+    shape = GPTShape(layers=2, hidden=256, heads=4, seq=128, vocab=512)
+    fw = extract_workload(synth_trace(SynthConfig(model=shape, steps=1))).fw_ops
+    full = activation_bytes(fw, recompute="full")
+    kept = activation_bytes(fw, recompute="full", include_working=False)
+    work = recompute_working_bytes(fw, recompute="full")
+    assert work > 0 and full == kept + work
+    assert recompute_working_bytes(fw, recompute="selective") == 0.0
+    # one block keeps only its input: far less than every activation
+    assert kept < activation_bytes(fw, recompute="none")
+
+
+def test_sequence_parallel_shards_block_activations() -> None:
+    from echo_sim.cost.memory_model import activation_bytes
+    from echo_sim.sim.synth import GPTShape, SynthConfig, synth_trace
+    from echo_sim.workload.ops import extract_workload
+
+    shape = GPTShape(layers=2, hidden=256, heads=4, seq=128, vocab=512)
+    fw = extract_workload(synth_trace(SynthConfig(model=shape, steps=1))).fw_ops
+    plain = activation_bytes(fw, tp=4)
+    sp = activation_bytes(fw, tp=4, sequence_parallel=True)
+    outside = sum(o.out_bytes / (4 if o.role == "vocab" and o.kind != "Embedding" else 1)
+                  for o in fw if o.block < 0)
+    inside = sum(o.out_bytes for o in fw if o.block >= 0)
+    assert sp == pytest.approx(outside + inside / 4)
+    assert sp < plain

@@ -22,7 +22,7 @@ def run(opts: Any) -> Result:
     shape = GPTShape(layers=opts.layers, hidden=opts.hidden, heads=opts.heads, seq=opts.seq,
                      vocab=opts.vocab, micro_batch=opts.micro_batch, mlp_ratio=opts.mlp_ratio)
     cfg = SynthConfig(model=shape, gpu=opts.gpu, dtype=opts.dtype, efficiency=opts.efficiency,
-                      steps=opts.steps)
+                      steps=opts.steps, attention=opts.attention)
     check_output_dir("--output", opts.output)
     with flag_errors("--output", opts.output):
         rank_dir = write_synth(cfg, opts.output, overwrite=opts.force)
@@ -41,7 +41,8 @@ def run(opts: Any) -> Result:
     text = (f"synthetic GPT: {model['params'] / 1e9:.3f} B parameters "
             f"({shape.layers} layers, hidden {h}, {shape.heads} heads, seq {s}, vocab {v}), "
             f"micro-batch {b}\n"
-            f"on one {cfg.gpu} ({cfg.dtype}, {cfg.efficiency:.0%} of peak): "
+            f"on one {cfg.gpu} ({cfg.dtype}, "
+            f"{'kernel models' if cfg.efficiency is None else f'{cfg.efficiency:.0%} of peak'}): "
             f"{step_us / 1e3:.1f} ms per step, {step_flops / 1e12:.1f} TFLOP per step\n"
             f"wrote {len(trace.events)} events over steps {trace.steps} to {rank_dir}")
     return Result(text, data)
@@ -75,8 +76,11 @@ COMMAND = Command(
         arg("--gpu", default="a100", help=f"GPU preset: {', '.join(GPUS)} (default a100)"),
         arg("--dtype", choices=["fp32", "tf32", "bf16", "fp16"], default="bf16",
             help="parameter/activation dtype and peak rate used (default bf16)"),
-        arg("--efficiency", type=float_in(0.0, 1.0, lo_open=True), default=0.5,
-            help="fraction of peak FLOP/s a matmul reaches (default 0.5)"),
+        arg("--efficiency", type=float_in(0.0, 1.0, lo_open=True), default=None,
+            help="one fraction of peak FLOP/s for every matmul (default: per-kernel shape "
+                 "models, echo_sim.cost.kernels)"),
+        arg("--attention", choices=["flash", "unfused"], default="flash",
+            help="attention kernel: flash (SDPA) or unfused (materialised scores)"),
         arg("--steps", type=int_in(1, MAX_STEPS), default=3, help="identical steps to write (default 3)"),
         arg("--output", "-o", required=True, help="directory to write (gets a 0_0/ rank dir)"),
         arg("--force", action="store_true", help="replace existing files in --output"),

@@ -59,6 +59,7 @@ __all__ = [
     "COLLECTIVE_OPS",
     "EXTRA_OPS",
     "CommModel",
+    "achieved_cluster",
     "algorithms_for",
     "calibrate_cluster",
     "collective_time_us",
@@ -224,6 +225,19 @@ def links_used(ranks: Sequence[int], cluster: Cluster) -> list[str]:
 _PROFILE_OP = {"p2p": "send", "recv": "send"}
 
 
+def achieved_cluster(cluster: Cluster) -> Cluster:
+    """``cluster`` with its link rates scaled to what NCCL achieves on them
+    (``intra_efficiency`` / ``inter_efficiency``, :mod:`echo_sim.cost.hardware`); the
+    simulator's :class:`CommModel` prices with it, :func:`collective_time_us` takes rates as
+    given."""
+    if cluster.intra_efficiency == 1.0 and cluster.inter_efficiency == 1.0:
+        return cluster
+    return dataclasses.replace(
+        cluster, intra_bw_gbps=cluster.intra_bw_gbps * cluster.intra_efficiency,
+        inter_bw_gbps=cluster.inter_bw_gbps * cluster.inter_efficiency,
+        intra_efficiency=1.0, inter_efficiency=1.0)
+
+
 def calibrate_cluster(cluster: Cluster, profile: CommProfile) -> Cluster:
     """``cluster`` with its intra-node alpha and bandwidth fitted to a one-host ``profile``.
 
@@ -241,7 +255,8 @@ def calibrate_cluster(cluster: Cluster, profile: CommProfile) -> Cluster:
             alpha, beta = profile.fits[(op, n)]
             bw_bytes_per_us = steps * (n - 1) / (n * beta)
             return dataclasses.replace(cluster, intra_latency_us=alpha / (steps * (n - 1)),
-                                       intra_bw_gbps=bw_bytes_per_us / 1e3)
+                                       intra_bw_gbps=bw_bytes_per_us / 1e3,
+                                       intra_efficiency=1.0)  # measured: already achieved
     return cluster
 
 
@@ -265,8 +280,9 @@ class CommModel:
                  calibrate: bool = True) -> None:
         self.cluster = cluster
         self.profile = profile
-        self.analytic_cluster = (calibrate_cluster(cluster, profile)
-                                 if profile is not None and calibrate else cluster)
+        self.analytic_cluster = achieved_cluster(calibrate_cluster(cluster, profile)
+                                                 if profile is not None and calibrate
+                                                 else cluster)
         self._cache: dict[tuple[str, int, tuple[int, ...], int], float] = {}
         self._links: dict[tuple[int, ...], list[str]] = {}
 

@@ -43,6 +43,7 @@ __all__ = [
     "model_state_bytes",
     "optimizer_states",
     "parse_bytes",
+    "recompute_working_bytes",
 ]
 
 OPTIMIZER_STATES: dict[str, int] = {
@@ -103,13 +104,27 @@ def model_state_bytes(param_bytes: float, *, elem_bytes: int, states: int, mixed
 
 
 def activation_bytes(fw: Sequence[Op], *, tp: int = 1, mb_scale: float = 1.0,
-                     recompute: bool = False) -> float:
-    """Activation bytes one micro-batch leaves on a stage whose forward ops are ``fw``."""
+                     recompute: bool | str = False, include_working: bool = True,
+                     sequence_parallel: bool = False) -> float:
+    """Activation bytes one micro-batch leaves on a stage whose forward ops are ``fw``.
+
+    ``recompute``: ``False``/``"none"``, ``"selective"`` (Korthikanti et al. 2022 §4.2:
+    the attention core's working set — scores, softmax, dropout mask — is dropped and
+    rebuilt in backward; a trace's ``out_bytes`` never holds that working set, only the
+    core's output, which stays, so the sum is the same as without recomputation) or
+    ``True``/``"full"`` (each block keeps its input; one block's activations are live
+    while it recomputes — a transient working set that exists once per rank, not once per
+    micro-batch in flight: callers summing micro-batches pass ``include_working=False``
+    and add :func:`recompute_working_bytes` once).
+    """
     def out(o: Op) -> float:
         sharded = o.role in ("column", "inner") or (o.role == "vocab" and o.kind != "Embedding")
+        # sequence parallelism (Korthikanti et al. 2022 §4.2.2): the block's replicated
+        # ops (layer norms, dropout-adds, row outputs) hold 1/tp of the sequence
+        sharded = sharded or (sequence_parallel and o.block >= 0)
         return o.out_bytes * mb_scale / (tp if sharded else 1)
 
-    if not recompute:
+    if recompute is False or recompute in ("none", "selective"):
         return float(sum(out(o) for o in fw))
     by_unit: dict[str, list[Op]] = {}
     for o in fw:
@@ -122,7 +137,17 @@ def activation_bytes(fw: Sequence[Op], *, tp: int = 1, mb_scale: float = 1.0,
         else:
             kept += ops[0].in_bytes * mb_scale
             working = max(working, sum(out(o) for o in ops))
-    return kept + working
+    return kept + (working if include_working else 0.0)
+
+
+def recompute_working_bytes(fw: Sequence[Op], *, tp: int = 1, mb_scale: float = 1.0,
+                            recompute: bool | str = False) -> float:
+    """The transient activations of one block being recomputed (0 without full recompute)."""
+    if recompute is False or recompute in ("none", "selective"):
+        return 0.0
+    full = activation_bytes(fw, tp=tp, mb_scale=mb_scale, recompute=recompute)
+    return full - activation_bytes(fw, tp=tp, mb_scale=mb_scale, recompute=recompute,
+                                   include_working=False)
 
 
 def korthikanti_activation_bytes(*, seq: int, batch: int, hidden: int, heads: int,

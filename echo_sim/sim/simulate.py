@@ -32,6 +32,7 @@ from echo_sim.cost.memory_model import (
     dtype_bytes,
     model_state_bytes,
     optimizer_states,
+    recompute_working_bytes,
 )
 from echo_sim.errors import ConfigError
 from echo_sim.sim.engine import Schedule, run
@@ -64,7 +65,9 @@ class SimConfig:
     cluster: str = "dgx-h100"
     gpu: str | None = None  # default: the cluster's GPU
     fsdp: bool = False
-    recompute: bool = False
+    recompute: bool | str = False  # False/True or "none" | "selective" | "full"
+    sequence_parallel: bool = False
+    fsdp_impl: str = "fsdp2"  # or "deepspeed-2021" (echo_sim.cost.zero3)
     comm_profile: str | None = None
     memory_limit_bytes: int | None = None  # default: the GPU's memory
     compute_factor: float | None = None
@@ -307,6 +310,8 @@ def simulate(trace: Trace | Workload, config: SimConfig, *, comm: Any = None,
                     micro_batches=m, schedule=config.schedule, full=config.mode == "full")
     plan = make_plan(workload, layout, base, mb_scale=mb_scale, fsdp=config.fsdp,
                      fsdp_overlap=not is_cpu, recompute=config.recompute,
+                     sequence_parallel=config.sequence_parallel,
+                     fsdp_impl=config.fsdp_impl,
                      dp_mode=config.data_parallel, bucket_cap_bytes=config.bucket_cap_bytes,
                      stage_split=config.stage_split)
     built = build_graph(plan, layout, comm, link_contention=config.link_contention)
@@ -375,8 +380,9 @@ def _layout_description(config: SimConfig, is_cpu: bool, m: int) -> str:
     elif config.dp > 1:
         parts.append("DDP 25 MiB buckets overlapping backward" if config.data_parallel == "ddp"
                      else "parameter server push/pull")
-    if config.recompute:
-        parts.append("full activation recomputation")
+    if config.recompute not in (False, "none"):
+        parts.append(f"{'full' if config.recompute is True else config.recompute} "
+                     "activation recomputation")
     parts.append(f"{config.mode} simulation")
     return "; ".join(parts)
 
@@ -454,11 +460,15 @@ def _memory(config: SimConfig, workload: Workload, plan: Plan, layout: Layout,
                                                mixed=mixed, shard=shard)
         acts = stage_actions(layout.schedule, P, layout.micro_batches, s, V)
         per_chunk = [activation_bytes(c.fw, tp=tp, mb_scale=mb_scale,
-                                      recompute=config.recompute) for c in chunks]
+                                      recompute=config.recompute, include_working=False,
+                                      sequence_parallel=config.sequence_parallel)
+                     for c in chunks]
         cur = best = 0.0
         for phase, c, _ in acts:
             cur += per_chunk[c] if phase == "F" else -per_chunk[c]
             best = max(best, cur)
+        best += max(recompute_working_bytes(c.fw, tp=tp, mb_scale=mb_scale,
+                                            recompute=config.recompute) for c in chunks)
         buffers = 0.0
         if config.fsdp:
             units = [float(sum(tp_param_bytes(o, tp) for o in ops))
@@ -472,7 +482,8 @@ def _memory(config: SimConfig, workload: Workload, plan: Plan, layout: Layout,
                                 activations_bytes=best, buffers_bytes=buffers)
     models = [f"memory: ZeRO model states ({workload.dtype}, {states} optimizer state(s)"
               f"{', fp32 master copy' if mixed else ''}), activations from traced out_bytes"
-              f"{' with full recomputation' if config.recompute else ''}, in-flight "
+              f"{' with recomputation' if config.recompute not in (False, 'none') else ''}"
+              ", in-flight "
               f"micro-batches from the {layout.schedule} schedule"]
     base = _baseline(workload, is_cpu, elem, states, mixed)
     if base > 0:

@@ -30,6 +30,26 @@ bytes moved: forward = inputs + outputs + parameters; backward = 2·inputs + out
 The attention core is fused (scores never reach memory). Parameters and activations are in
 ``dtype``.
 
+With ``efficiency=None`` (the default) each kernel is instead priced from its shape by
+:mod:`echo_sim.cost.kernels`: Linear forward one tiled GEMM (rows × out × in), backward the
+data-gradient (rows × in × out) and weight-gradient (in × out × rows) GEMMs; the attention
+core as ``flash`` (SDPA/FlashAttention) or ``unfused`` (materialised scores, Megatron-LM
+before 2022), per ``attention``; memory-bound kernels by the bytes they move:
+
+* ``ln1``/``ln2`` stand for the bias-dropout-add of the residual branch before them fused
+  with the layer norm (Megatron's ``bias_dropout_add`` + ``LayerNorm`` kernels): forward
+  reads branch and residual, writes the sum and a 1-byte dropout mask, the norm reads the
+  sum and writes its output (5 activations + mask); backward the same amount;
+* ``mlp.act`` is the fused bias-GELU: forward reads and writes the 4h activation, backward
+  reads gradient and input and writes the gradient;
+* ``head`` adds the fp32 loss of mixed precision (Micikevicius et al. 2018, §3.3: the
+  softmax cross-entropy in fp32): logits cast to fp32 and the vocab softmax stored
+  (18 bytes per logit forward: read 2, write 4, two 4-byte passes, store 4; 14 backward);
+* the embedding's backward writes its whole weight gradient;
+* mixed precision keeps fp32 main gradients (Micikevicius et al. 2018 §3.1; Megatron-LM's
+  ``main_grad``): each 16-bit weight gradient is added into its fp32 copy after every
+  micro-batch's backward — 10 bytes per weight (read 2 + read 4 + write 4).
+
 Optimizer (``UPDATE.AdamW``): memory-bound. Mixed-precision Adam keeps 16 bytes per
 parameter (Rajbhandari et al. 2020, "ZeRO", §3.1: 2 fp16 weights + 2 fp16 gradients + 12 for
 fp32 master weights, momentum and variance); one step reads gradient, master weight, m and
@@ -44,6 +64,7 @@ from pathlib import Path
 from typing import Any
 
 from echo_sim.cost.hardware import GPU, get_gpu
+from echo_sim.cost.kernels import ATTENTION_IMPLS, attention_us, elementwise_us, gemm_us
 from echo_sim.errors import ConfigError
 from echo_sim.trace.model import Cat, RankInfo, Trace, TraceBuilder
 
@@ -56,6 +77,7 @@ __all__ = [
     "gpt_layer_flops",
     "gpt_ops",
     "gpt_params",
+    "kernel_times_us",
     "roofline_us",
     "synth_trace",
     "write_synth",
@@ -65,6 +87,7 @@ DTYPE_BYTES: dict[str, int] = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2}
 _TORCH_DTYPE = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 ADAM_BYTES_PER_PARAM = 28  # read 14 + write 14 bytes per parameter (module docstring)
 _TOKEN_BYTES = 8  # int64 token / position ids
+_MAIN_GRAD_BYTES = 10  # per weight per micro-batch: read 16-bit grad, read + write fp32
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -95,15 +118,19 @@ class SynthConfig:
     model: GPTShape
     gpu: str = "a100"
     dtype: str = "bf16"
-    efficiency: float = 0.5
+    efficiency: float | None = None  # None: per-kernel shape models (module docstring)
     steps: int = 3
+    attention: str = "flash"
 
     def __post_init__(self) -> None:
         get_gpu(self.gpu)
         if self.dtype not in DTYPE_BYTES:
             raise ConfigError(f"--dtype {self.dtype!r}; valid: {', '.join(DTYPE_BYTES)}")
-        if not 0 < self.efficiency <= 1:
+        if self.efficiency is not None and not 0 < self.efficiency <= 1:
             raise ConfigError(f"--efficiency {self.efficiency} must be in (0, 1]")
+        if self.attention not in ATTENTION_IMPLS:
+            raise ConfigError(f"--attention {self.attention!r}; valid: "
+                              f"{', '.join(ATTENTION_IMPLS)}")
         if self.steps < 1:
             raise ConfigError(f"--steps {self.steps} must be >= 1")
 
@@ -118,6 +145,7 @@ class SynthOp:
     in_bytes: int
     out_bytes: int
     flops: float  # forward FLOPs as written in the trace (0 where echo_trace writes none)
+    dims: tuple[int, int, int] = (0, 0, 0)  # Linear: (rows, in, out) of its GEMM
 
     @property
     def fw_bytes(self) -> int:
@@ -166,7 +194,7 @@ def gpt_ops(shape: GPTShape, dtype: str = "bf16") -> list[SynthOp]:
     def linear(mod: str, fin: int, fout: int, bias: bool = True) -> SynthOp:
         params = (fin * fout + (fout if bias else 0)) * e
         return SynthOp(mod, "Linear", params, rows * fin * e, rows * fout * e,
-                       2.0 * rows * fin * fout)
+                       2.0 * rows * fin * fout, (rows, fin, fout))
 
     def norm(mod: str) -> SynthOp:
         return SynthOp(mod, "LayerNorm", 2 * h * e, act, act, 0.0)
@@ -195,6 +223,44 @@ def roofline_us(flops: float, nbytes: float, gpu: GPU, dtype: str, efficiency: f
                nbytes / gpu.mem_bw_bytes_per_us)
 
 
+def kernel_times_us(o: SynthOp, shape: GPTShape, gpu: GPU, dtype: str,
+                    attention: str = "flash") -> tuple[float, float]:
+    """(forward, backward) µs of ``o`` from :mod:`echo_sim.cost.kernels` (module docstring)."""
+    e = DTYPE_BYTES[dtype]
+    rows = shape.micro_batch * shape.seq
+    if o.kind == "Linear":
+        r, fin, fout = o.dims
+        fw = gemm_us(r, fout, fin, gpu, dtype, elem_bytes=e)
+        bw = gemm_us(r, fin, fout, gpu, dtype, elem_bytes=e) + \
+            gemm_us(fin, fout, r, gpu, dtype, elem_bytes=e)
+        if e == 2:  # fp32 main-gradient accumulation (module docstring)
+            bw += elementwise_us(o.param_bytes / e * _MAIN_GRAD_BYTES, gpu)
+        if o.module == "head":
+            logits = float(rows) * shape.vocab
+            fw += elementwise_us(logits * 18, gpu)
+            bw += elementwise_us(logits * 14, gpu)
+        return fw, bw
+    if o.kind == "Attention":
+        kw = dict(batch=shape.micro_batch, seq=shape.seq, heads=shape.heads,
+                  head_dim=shape.hidden // shape.heads, gpu=gpu, dtype=dtype,
+                  impl=attention, elem_bytes=e)
+        return attention_us(**kw), attention_us(backward=True, **kw)  # type: ignore[arg-type]
+    if o.kind == "LayerNorm":
+        act = float(o.out_bytes)
+        mask = act / e
+        if o.module == "ln_f":
+            return elementwise_us(2 * act, gpu), elementwise_us(3 * act, gpu)
+        return elementwise_us(5 * act + mask, gpu), elementwise_us(5 * act + mask, gpu)
+    if o.kind == "GELU":
+        return elementwise_us(o.in_bytes + o.out_bytes, gpu), \
+            elementwise_us(2 * o.in_bytes + o.out_bytes, gpu)
+    if o.kind == "Embedding":
+        acc = o.param_bytes / e * _MAIN_GRAD_BYTES if e == 2 else 0.0
+        return elementwise_us(o.in_bytes + o.out_bytes, gpu), \
+            elementwise_us(o.param_bytes + 2 * o.out_bytes + acc, gpu)
+    return elementwise_us(o.fw_bytes, gpu), elementwise_us(o.bw_bytes, gpu)
+
+
 def _meta(cfg: SynthConfig, gpu: GPU, params: list[tuple[str, list[int]]],
           param_count: int, steps: list[int]) -> dict[str, Any]:
     e = DTYPE_BYTES[cfg.dtype]
@@ -209,9 +275,11 @@ def _meta(cfg: SynthConfig, gpu: GPU, params: list[tuple[str, list[int]]],
     return {
         "synthetic": True, "rank_source": "single", "local_world_size": 1,
         "backend": "none", "device_name": gpu.name, "gpu": gpu.name,
-        "steps": steps, "step_source": "synthetic", "clock_sync": "none", "timer": "roofline",
+        "steps": steps, "step_source": "synthetic", "clock_sync": "none",
         "micro_batch_size": m.micro_batch, "params": plist, "param_bytes": param_count * e,
         "buckets": [], "dtype": _TORCH_DTYPE[cfg.dtype], "efficiency": cfg.efficiency,
+        "timer": "roofline" if cfg.efficiency is not None else "kernel-models",
+        "attention": cfg.attention,
         "model": {"name": "gpt", "layers": m.layers, "hidden": m.hidden, "heads": m.heads,
                   "seq": m.seq, "vocab": m.vocab, "mlp_ratio": m.mlp_ratio,
                   "micro_batch_size": m.micro_batch, "params": param_count,
@@ -231,9 +299,14 @@ def synth_trace(cfg: SynthConfig) -> Trace:
         for d in shp:
             n *= d
         count += n
-    rl = [(roofline_us(o.flops, o.fw_bytes, gpu, cfg.dtype, cfg.efficiency),
-           roofline_us(o.bw_flops, o.bw_bytes, gpu, cfg.dtype, cfg.efficiency)) for o in ops]
-    update_us = count * ADAM_BYTES_PER_PARAM / gpu.mem_bw_bytes_per_us
+    if cfg.efficiency is None:
+        rl = [kernel_times_us(o, cfg.model, gpu, cfg.dtype, cfg.attention) for o in ops]
+        update_us = elementwise_us(count * ADAM_BYTES_PER_PARAM, gpu)
+    else:
+        eff = cfg.efficiency
+        rl = [(roofline_us(o.flops, o.fw_bytes, gpu, cfg.dtype, eff),
+               roofline_us(o.bw_flops, o.bw_bytes, gpu, cfg.dtype, eff)) for o in ops]
+        update_us = count * ADAM_BYTES_PER_PARAM / gpu.mem_bw_bytes_per_us
     total_param_bytes = count * DTYPE_BYTES[cfg.dtype]
 
     tb = TraceBuilder(source_format="synthetic", source=f"synth:gpt/{cfg.gpu}")

@@ -9,7 +9,9 @@ checkpointing, then FSDP/DDP):
    activations) a rank owns at all;
 2. **tensor parallel** next — it shrinks the stage's compute and parameter bytes, which
    the data-parallel hooks below must see (a DP bucket holds the TP shard);
-3. **activation recomputation** — backward re-runs the forward (and its TP all-reduces);
+3. **activation recomputation** — ``full``: backward re-runs each module's forward (and its
+   TP all-reduces); ``selective`` (Korthikanti et al. 2022, §4.2): only the attention core
+   (scores, softmax, dropout, weighted sum) is re-run; ``none``;
 4. **FSDP or DDP / parameter server** last — gradient synchronisation of the (TP-sharded)
    stage parameters, overlapping backward.
 
@@ -33,14 +35,34 @@ from typing import Any
 
 import numpy as np
 
+from echo_sim.cost.zero3 import fetch_us
 from echo_sim.sim.engine import TaskGraph
 from echo_sim.workload.data_parallel import apply_data_parallel, ddp_buffer_hooks
 from echo_sim.workload.fsdp import apply_fsdp
 from echo_sim.workload.ops import CommHook, Op, Workload
 from echo_sim.workload.pipeline import split_units, stage_actions
-from echo_sim.workload.tensor_parallel import tp_factors, tp_hooks, tp_param_bytes
+from echo_sim.workload.tensor_parallel import (
+    SHARDED_ROLES,
+    tp_factors,
+    tp_hooks,
+    tp_param_bytes,
+)
 
-__all__ = ["Built", "CommPricer", "Layout", "Plan", "StagePlan", "build_graph", "make_plan"]
+__all__ = ["RECOMPUTE_MODES", "Built", "CommPricer", "Layout", "Plan", "StagePlan",
+           "build_graph", "make_plan", "recompute_mode"]
+
+RECOMPUTE_MODES: tuple[str, ...] = ("none", "selective", "full")
+
+
+def recompute_mode(recompute: bool | str) -> str:
+    """``True``/``False`` (full / none) or one of :data:`RECOMPUTE_MODES`."""
+    if isinstance(recompute, bool):
+        return "full" if recompute else "none"
+    if recompute not in RECOMPUTE_MODES:
+        from echo_sim.errors import ConfigError
+
+        raise ConfigError(f"recompute={recompute!r}; valid: {', '.join(RECOMPUTE_MODES)}")
+    return recompute
 
 
 class CommPricer:
@@ -104,17 +126,26 @@ class Plan:
     pre_us: float
     post_us: float
     stage_of_unit: dict[str, int]
+    fsdp_impl: str = "fsdp2"
+    recompute: str = "none"
 
 
 def make_plan(workload: Workload, layout: Layout, base_time_us: np.ndarray, *,
               mb_scale: float = 1.0, fsdp: bool = False, fsdp_overlap: bool = True,
-              recompute: bool = False, dp_mode: str = "ddp",
-              bucket_cap_bytes: int = 25 * 1024 * 1024, stage_split: str = "time") -> Plan:
+              recompute: bool | str = False, dp_mode: str = "ddp",
+              bucket_cap_bytes: int = 25 * 1024 * 1024, stage_split: str = "time",
+              sequence_parallel: bool = False, fsdp_impl: str = "fsdp2") -> Plan:
     """Op times and hooks per virtual stage for ``layout`` (see the module docstring).
 
     ``base_time_us``: per op index, the time on the target device at the target
     micro-batch before any parallelism (batch model x compute scaling).
+    ``sequence_parallel`` (Korthikanti et al. 2022, §4.2.2): the ops tensor parallelism
+    replicates inside blocks (layer norms, dropout-adds) run on ``1/tp`` of the sequence;
+    the all-reduces become reduce-scatter + all-gather of the same total bytes.
+    ``fsdp_impl``: ``fsdp2`` or ``deepspeed-2021`` (:mod:`echo_sim.cost.zero3`).
     """
+    mode = recompute_mode(recompute)
+    fetch_us(0.0, 1, fsdp_impl)  # validates the name
     ops = list(workload.ops)
     fw_all = [o for o in ops if o.phase == "F"]
     bw_all = [o for o in ops if o.phase == "B"]
@@ -125,10 +156,15 @@ def make_plan(workload: Workload, layout: Layout, base_time_us: np.ndarray, *,
     for o in ops:
         if o.time_us > 0 and (dur_f[o.index] != 1.0 or gap_f[o.index] != 1.0):
             t[o.index] *= (o.dur_us * dur_f[o.index] + o.gap_us * gap_f[o.index]) / o.time_us
+    if sequence_parallel and tp > 1:
+        for o in ops:
+            if o.block >= 0 and o.role not in SHARDED_ROLES and o.phase != "U":
+                t[o.index] /= tp
     # (3) recomputation: backward first re-runs its module's forward
-    if recompute:
+    if mode != "none":
+        by_index = {o.index: o for o in ops}
         for o in bw_all:
-            if o.fw >= 0:
+            if o.fw >= 0 and (mode == "full" or by_index[o.fw].kind == "Attention"):
                 t[o.index] += t[o.fw]
     # (1) pipeline split over units in forward order
     units: list[str] = []
@@ -165,7 +201,7 @@ def make_plan(workload: Workload, layout: Layout, base_time_us: np.ndarray, *,
         sp.param_bytes = sum(pbytes(o) for o in sp.fw)
         # (2) tensor-parallel all-reduces
         if tp > 1:
-            sp.hooks += tp_hooks(sp.fw, sp.bw, mb_scale=mb_scale, recompute=recompute)
+            sp.hooks += tp_hooks(sp.fw, sp.bw, mb_scale=mb_scale, recompute=mode == "full")
         # (4) gradient synchronisation
         if layout.dp > 1 or fsdp:
             if fsdp:
@@ -187,7 +223,8 @@ def make_plan(workload: Workload, layout: Layout, base_time_us: np.ndarray, *,
         frac = held / total_params / (layout.dp if fsdp else 1)
         update_us.append(upd * frac)
     return Plan(time_us=t, stages=stages, update_us=update_us, pre_us=workload.pre_us,
-                post_us=workload.post_us, stage_of_unit=stage_of_unit)
+                post_us=workload.post_us, stage_of_unit=stage_of_unit, fsdp_impl=fsdp_impl,
+                recompute=mode)
 
 
 def _offset(hooks: list[CommHook], base: int) -> list[CommHook]:
@@ -351,10 +388,17 @@ def build_graph(plan: Plan, layout: Layout, comm: Any, *,
         ct = pending.get(key)
         if ct is None:
             members = [x for x in grp if x in sim_set]
-            rs = [res(x, h.channel) for x in members]
+            # deepspeed-2021: every ZeRO-3 collective goes through the one per-GPU fetch path
+            ch = "comm_ag" if (plan.fsdp_impl != "fsdp2" and h.name.startswith("fsdp.")) \
+                else h.channel
+            rs = [res(x, ch) for x in members]
             if link_contention:
                 rs += [g.resource(name) for name in comm.links(list(grp))]
             dur = comm.time_us(h.collective, h.nbytes, list(grp))
+            if plan.fsdp_impl != "fsdp2" and h.name.startswith("fsdp."):
+                passes = 2 if (h.name.startswith("fsdp.ag.bw.") and
+                               plan.recompute == "full") else 1
+                dur = max(dur, passes * fetch_us(h.nbytes, len(grp), plan.fsdp_impl))
             ct = pending[key] = task(dur, tuple(rs), label=("comm", vs, hi, mb))
             comm_info[ct] = (h.name, h.collective, h.nbytes, grp)
             for x in members:

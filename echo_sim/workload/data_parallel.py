@@ -15,6 +15,11 @@ DDP (Li et al. 2020, "PyTorch Distributed", §3.2; ``torch/nn/parallel/distribut
 When the trace itself came from a DDP job, the buckets DDP built (``meta.json`` buckets)
 are used as they are.
 
+Post-backward (``post``; Megatron-LM's local DDP of 2021-2022, Narayanan et al. 2021 §4 and
+Megatron-DeepSpeed): gradients live in one contiguous buffer that is all-reduced once, after
+the last micro-batch's backward, with nothing left to overlap (overlap arrived later with
+Megatron-core's ``--overlap-grad-reduce``).
+
 Parameter server (BytePS-style push/pull, Jiang et al. 2020): each bucket is pushed
 (priced as a ``reduce`` over the group) and then pulled (a ``broadcast``); pushes and pulls
 use separate channels so pulls overlap later pushes; the optimizer waits for every pull.
@@ -38,7 +43,7 @@ __all__ = [
 
 DEFAULT_BUCKET_CAP_BYTES = 25 * 1024 * 1024
 FIRST_BUCKET_BYTES = 1024 * 1024
-DP_MODES: tuple[str, ...] = ("ddp", "ps")
+DP_MODES: tuple[str, ...] = ("ddp", "ps", "post")
 
 
 def assign_buckets(sizes: Sequence[int], *, cap_bytes: int = DEFAULT_BUCKET_CAP_BYTES,
@@ -90,6 +95,11 @@ def apply_data_parallel(
             mod = mod.rsplit(".", 1)[0] if "." in mod else ""
         return last
 
+    if mode == "post":
+        total = int(sum(b for _, b in params))
+        return [CommHook(name="dp.grads", collective="all_reduce", nbytes=total, group="dp",
+                         channel="comm_dp", phase="B", issue=bw[last].index, wait=-1,
+                         when="last", chain=True)] if total > 0 else []
     groups: list[tuple[int, int]] = []  # (bytes, ready position in bw)
     names_here = {n for n, _ in params}
     if traced_buckets and all(all(p in names_here for p in ps) for _, ps in traced_buckets
