@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import logging
 import re
 import sys
 from collections.abc import Sequence
@@ -175,6 +176,13 @@ def _write(stream: Any, text: str) -> None:
     stream.write(safe_text(text, keep_newlines=True) + "\n")
 
 
+class _StderrWarnings(logging.Handler):
+    """Library warnings (``logging.getLogger("echo_sim")``) as one safe line each on stderr."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        _write(sys.stderr, f"echo_sim: warning: {record.getMessage()}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status (0 ok, 2 bad input).
 
@@ -183,6 +191,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     flags: dict[str, str] = {}
+    log = logging.getLogger("echo_sim")
+    if not any(isinstance(h, _StderrWarnings) for h in log.handlers):
+        log.addHandler(_StderrWarnings(logging.WARNING))
+        log.propagate = False
     try:
         parser = build_parser(load_commands())
         notes: list[str] = []

@@ -251,6 +251,17 @@ def test_ranks_stopped_at_different_steps_keep_common_steps(tmp_path: Path) -> N
     assert any(v.rule == "load" for v in validate(trace))
 
 
+def test_cli_says_which_steps_a_crash_trace_dropped(tmp_path: Path, capsys: Any) -> None:
+    from echo_sim import cli
+
+    run = _echo_copy(tmp_path)
+    _edit_json(run / "0_1" / "meta.json", lambda d: d.update(steps=[2], partial_steps=[3]))
+    assert cli.main(["statistic", str(run), "--head", "0"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert any(line.startswith("echo_sim: warning: ") and "dropping step 3" in line
+               for line in err), err
+
+
 def test_different_steps_without_meta_claims(tmp_path: Path) -> None:
     run = tmp_path / "ddp"
     shutil.copytree(DATA / "echo_real_ddp", run)

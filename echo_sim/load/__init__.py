@@ -14,6 +14,7 @@ tolerated (steps dropped from a crashed run) is listed in ``Trace.notes``.
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -77,4 +78,6 @@ def load_trace(path: str | Path, *, progress: bool | None = None,
         trace = _LOADERS[fmt](sources, source=str(path), wrap=wrap)
     # dag cycles and step sets were checked while reading; the times are checked here
     raise_fatal(validate(trace, (check_times,)), str(path))
+    for note in trace.notes:  # steps dropped from a crashed run and the like: say so once
+        logging.getLogger("echo_sim").warning("%s", note)
     return trace
