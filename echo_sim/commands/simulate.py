@@ -11,7 +11,8 @@ __all__ = ["COMMAND", "render"]
 MAX_WRITTEN_RANKS = 64
 
 DESCRIPTION = """\
-Predict one training iteration of the traced model on DP x TP x PP GPUs of a cluster, from
+Predict one training iteration of the traced model on DP x TP x PP GPUs of a cluster
+(default: the hardware the trace was taken on, said in the output), from
 a one-rank (or few-rank) trace: iteration time, throughput, a per-rank breakdown (compute,
 exposed communication, pipeline bubble, idle) and peak memory per rank, with an
 out-of-memory verdict against --memory-limit (default: the GPU's memory).
@@ -43,7 +44,7 @@ def render(res: Any) -> str:
     c = res.config
     lines = [
         f"simulated dp={c.dp} tp={c.tp} pp={c.pp} ({res.world_size} GPUs = {res.nodes} nodes x "
-        f"{res.gpus_per_node}, {c.cluster}), {c.schedule}, micro-batch {res.micro_batch}, "
+        f"{res.gpus_per_node}, {res.cluster}), {c.schedule}, micro-batch {res.micro_batch}, "
         f"global batch {res.global_batch} ({res.micro_batches} micro-batches)",
         f"iteration time   {res.iteration_time_us / 1e3:.3f} ms",
         f"throughput       {res.samples_per_s:.2f} samples/s"
@@ -63,6 +64,7 @@ def render(res: Any) -> str:
     lines += ["", f"peak memory      {_fmt_bytes(res.max_peak_memory_bytes)} of "
                   f"{_fmt_bytes(res.memory_limit_bytes)} limit: {verdict}", "", "models:"]
     lines += [f"  {m}" for m in res.models]
+    lines += [f"warning: {w}" for w in res.warnings]
     return "\n".join(lines)
 
 
@@ -76,6 +78,7 @@ def run(opts: Any) -> Result:
         global_batch=opts.global_batch, schedule=opts.schedule,
         virtual_stages=opts.virtual_stages, nodes=opts.nodes, gpus_per_node=opts.gpus_per_node,
         cluster=opts.cluster, gpu=opts.gpu, fsdp=opts.fsdp, recompute=opts.recompute,
+        optimizer_foreach=None if opts.optimizer is None else opts.optimizer == "foreach",
         comm_profile=opts.comm_profile,
         memory_limit_bytes=parse_bytes(opts.memory_limit) if opts.memory_limit else None,
         compute_factor=opts.compute_factor, data_parallel=opts.data_parallel,
@@ -138,10 +141,15 @@ COMMAND = Command(
         arg("--nodes", type=int, default=None, help="nodes (default: enough for dp x tp x pp)"),
         arg("--gpus-per-node", type=int, default=None,
             help="GPUs per node (default: the cluster preset's, at most dp x tp x pp)"),
-        arg("--cluster", default="dgx-h100",
+        arg("--cluster", default=None,
             help="cluster preset: dgx-a100, dgx-h100, dgx-h200, dgx2-v100, cpu-gloo "
-                 "(default dgx-h100)"),
-        arg("--gpu", default=None, help="target GPU preset (default: the cluster's)"),
+                 "(default: the hardware the trace was taken on; naming another re-times "
+                 "the traced op times to it)"),
+        arg("--gpu", default=None,
+            help="target GPU preset (default: the cluster's, else the traced one)"),
+        arg("--optimizer", choices=["foreach", "loop"], default=None,
+            help="optimizer implementation of the predicted job, for DTensor parameter "
+                 "costs (default: torch's: foreach on GPUs, per-parameter loop on CPU)"),
         arg("--fsdp", action="store_true", help="FSDP / ZeRO-3 instead of DDP"),
         arg("--recompute", action="store_true", help="full activation recomputation"),
         arg("--comm-profile", metavar="FILE", default=None,

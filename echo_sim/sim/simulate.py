@@ -26,6 +26,7 @@ import numpy as np
 
 from echo_sim.cost.batch_model import make_batch_model
 from echo_sim.cost.compute_scaling import compute_scaling, resolve_device
+from echo_sim.cost.cpu_overheads import contention
 from echo_sim.cost.memory_model import (
     MemoryEstimate,
     activation_bytes,
@@ -35,6 +36,14 @@ from echo_sim.cost.memory_model import (
 )
 from echo_sim.errors import ConfigError
 from echo_sim.sim.engine import Schedule, run
+from echo_sim.sim.host_costs import apply_host_costs
+from echo_sim.sim.target import (
+    BatchChoice,
+    HardwareChoice,
+    choose_batch,
+    choose_hardware,
+    traced_micro_batch,
+)
 from echo_sim.trace.model import Cat, RankInfo, Trace, TraceBuilder
 from echo_sim.workload.build import Built, Layout, Plan, build_graph, make_plan
 from echo_sim.workload.data_parallel import DP_MODES
@@ -61,8 +70,9 @@ class SimConfig:
     virtual_stages: int = 1
     nodes: int | None = None  # default: ceil(world / gpus_per_node)
     gpus_per_node: int | None = None  # default: min(world, the preset's)
-    cluster: str = "dgx-h100"
-    gpu: str | None = None  # default: the cluster's GPU
+    cluster: str | None = None  # default: the traced hardware's (echo_sim.sim.target)
+    gpu: str | None = None  # default: the cluster's GPU, or the traced one
+    optimizer_foreach: bool | None = None  # default: torch's (foreach on GPUs, loop on CPU)
     fsdp: bool = False
     recompute: bool = False
     comm_profile: str | None = None
@@ -106,7 +116,7 @@ class SimConfig:
             raise ConfigError(f"compute_factor={self.compute_factor} must be > 0")
         from echo_sim.cost.hardware import CLUSTERS, GPUS
 
-        if self.cluster.strip().lower() not in CLUSTERS:
+        if self.cluster is not None and self.cluster.strip().lower() not in CLUSTERS:
             raise ConfigError(f"unknown cluster {self.cluster!r}; valid: {', '.join(CLUSTERS)}")
         if self.gpu is not None and self.gpu.strip().lower() not in GPUS:
             raise ConfigError(f"unknown GPU {self.gpu!r}; valid: {', '.join(GPUS)}")
@@ -162,9 +172,18 @@ class SimResult:
     gpus_per_node: int
     simulated_ranks: list[int]
     num_tasks: int
+    hardware: HardwareChoice | None = None
+    batch: BatchChoice | None = None
+    warnings: list[str] = field(default_factory=list)
+    calibration: dict[str, dict[str, float]] = field(default_factory=dict)
     built: Built | None = field(default=None, repr=False)
     schedule: Schedule | None = field(default=None, repr=False)
     workload: Workload | None = field(default=None, repr=False)
+
+    @property
+    def cluster(self) -> str:
+        """The cluster preset predicted for (asked for, or the traced hardware's)."""
+        return self.hardware.cluster if self.hardware else str(self.config.cluster)
 
     @property
     def peak_memory_bytes(self) -> dict[int, int]:
@@ -191,8 +210,12 @@ class SimResult:
                        "recompute": c.recompute, "data_parallel": c.data_parallel,
                        "micro_batch": self.micro_batch, "global_batch": self.global_batch,
                        "micro_batches": self.micro_batches, "nodes": self.nodes,
-                       "gpus_per_node": self.gpus_per_node, "cluster": c.cluster,
+                       "gpus_per_node": self.gpus_per_node, "cluster": self.cluster,
                        "world_size": self.world_size, "mode": c.mode},
+            "hardware": self.hardware.to_dict() if self.hardware else None,
+            "micro_batch_source": self.batch.to_dict() if self.batch else None,
+            "calibration": self.calibration,
+            "warnings": self.warnings,
             "ranks": [{"rank": r.rank, "stage": r.stage, "compute_us": r.compute_us,
                        "exposed_comm_us": r.exposed_comm_us, "bubble_us": r.bubble_us,
                        "idle_us": r.idle_us, "peak_memory_bytes": r.peak_memory_bytes,
@@ -218,8 +241,7 @@ class SimResult:
         return _timeline_trace(self)
 
 
-def _resolve_batches(config: SimConfig, workload: Workload) -> tuple[int, int, int]:
-    mb = config.micro_batch or workload.micro_batch or 1
+def _resolve_batches(config: SimConfig, mb: int) -> tuple[int, int, int]:
     if config.global_batch is None:
         gb = config.dp * mb * (config.pp if config.pp > 1 else 1)
     else:
@@ -230,20 +252,21 @@ def _resolve_batches(config: SimConfig, workload: Workload) -> tuple[int, int, i
     return mb, gb, gb // (config.dp * mb)
 
 
-def _resolve_cluster(config: SimConfig) -> Any:
+def _resolve_cluster(config: SimConfig, hw: HardwareChoice) -> Any:
     from echo_sim.cost.hardware import CLUSTERS, get_cluster
 
-    base = CLUSTERS[config.cluster.strip().lower()]
+    base = CLUSTERS[hw.cluster]
     world = config.world
     gpn = config.gpus_per_node
     nodes = config.nodes
     if gpn is None:
-        gpn = world // nodes if nodes else min(world, base.gpus_per_node)
+        per_node = world if hw.one_host else base.gpus_per_node  # one host: every rank
+        gpn = world // nodes if nodes else min(world, per_node)
     if nodes is None:
         nodes = -(-world // gpn)
     if nodes * gpn < world:
         raise ConfigError(f"nodes·gpus_per_node = {nodes}·{gpn} < dp·tp·pp = {world}")
-    return get_cluster(config.cluster, nodes=nodes, gpus_per_node=gpn)
+    return get_cluster(hw.cluster, nodes=nodes, gpus_per_node=gpn)
 
 
 def _check_workload(config: SimConfig, workload: Workload, micro_batches: int) -> None:
@@ -268,13 +291,28 @@ def simulate(trace: Trace | Workload, config: SimConfig, *, comm: Any = None,
     Raises :class:`ConfigError` for layouts the model cannot take.
     """
     workload = trace if isinstance(trace, Workload) else extract_workload(trace)
+    meta: dict[str, Any] = {}
+    if isinstance(trace, Trace) and workload.rank in trace.ranks:
+        meta = dict(trace.ranks[workload.rank].meta)
+        meta.setdefault("backend", trace.ranks[workload.rank].backend)
+    traced_mb, mb_source = traced_micro_batch(meta)
+    traced_mb = traced_mb or workload.micro_batch
+    batch = choose_batch(config.micro_batch, traced_mb, mb_source)
+    # op times scale from the traced micro-batch, or from the assumed 1 (said so)
+    workload = replace(workload, micro_batch=batch.traced or 1)
+    hw = choose_hardware(cluster=config.cluster, gpu=config.gpu, device=workload.device,
+                         device_name=workload.device_name, backend=str(meta.get("backend", "")))
+    warnings = list(hw.warnings)
+    if batch.assumed:
+        warnings.append(f"micro-batch: {batch.source}; pass --micro-batch, or trace with "
+                        "capture(micro_batch=...) / TRACE_MICRO_BATCH")
     if not config.vocab_parallel:
         workload = workload.with_ops([replace(o, role="replicated") if o.role == "vocab" else o
                                       for o in workload.ops])
-    mb, gb, m = _resolve_batches(config, workload)
+    mb, gb, m = _resolve_batches(config, batch.micro_batch)
     _check_workload(config, workload, m)
-    cluster = _resolve_cluster(config)
-    models: list[str] = []
+    cluster = _resolve_cluster(config, hw)
+    models: list[str] = [f"hardware: {hw.source}", f"micro-batch {mb}: {batch.source}"]
     profile = None
     if comm is None:
         from echo_sim.cost.collectives import CommModel
@@ -293,22 +331,32 @@ def simulate(trace: Trace | Workload, config: SimConfig, *, comm: Any = None,
     bm = make_batch_model([workload, *others])
     models.append(bm.description)
     base = bm.time_us(mb)
-    target_gpu = config.gpu or cluster.gpu
-    cs = compute_scaling(workload, target_gpu, factor=config.compute_factor)
+    cs = compute_scaling(workload, hw.target_gpu, factor=config.compute_factor)
     models.append(cs.description)
     base = base * cs.factors
-    share = _cpu_contention(profile, cluster) if config.compute_factor is None else None
-    if share is not None:
-        base = base * share[0]
-        models.append(share[1])
-    mb_scale = mb / (workload.micro_batch or mb)
     is_cpu = cluster.gpu.name == "cpu"
+    host_profile = profile if is_cpu and profile is not None and profile.device == "cpu" \
+        else None
+    calibration: dict[str, dict[str, float]] = {}
+    share = contention(host_profile, min(cluster.gpus_per_node, cluster.world_size)) \
+        if config.compute_factor is None else None
+    if share is not None:
+        base = base * share.value
+        models.append(share.note)
+        calibration["compute_contention"] = {"value": share.value,
+                                             "spread_pct": share.spread_pct,
+                                             "samples": share.samples}
+    mb_scale = mb / (workload.micro_batch or mb)
     layout = Layout(dp=config.dp, tp=config.tp, pp=config.pp, virtual=config.virtual_stages,
                     micro_batches=m, schedule=config.schedule, full=config.mode == "full")
     plan = make_plan(workload, layout, base, mb_scale=mb_scale, fsdp=config.fsdp,
                      fsdp_overlap=not is_cpu, recompute=config.recompute,
                      dp_mode=config.data_parallel, bucket_cap_bytes=config.bucket_cap_bytes,
                      stage_split=config.stage_split)
+    foreach = config.optimizer_foreach if config.optimizer_foreach is not None else not is_cpu
+    models.extend(apply_host_costs(plan, workload, layout, profile=host_profile,
+                                   fsdp=config.fsdp, vocab_parallel=config.vocab_parallel,
+                                   foreach=foreach))
     built = build_graph(plan, layout, comm, link_contention=config.link_contention)
     sched = run(built.graph)
     models.append(_layout_description(config, is_cpu, m))
@@ -316,7 +364,7 @@ def simulate(trace: Trace | Workload, config: SimConfig, *, comm: Any = None,
     mem, mem_models = _memory(config, workload, plan, layout, mb_scale, is_cpu, cluster)
     models.extend(mem_models)
     limit = config.memory_limit_bytes or int(
-        (config.gpu and _gpu(config.gpu).memory_bytes) or cluster.gpu.memory_bytes)
+        (hw.target_gpu and _gpu(hw.target_gpu).memory_bytes) or cluster.gpu.memory_bytes)
     ranks = []
     for r in built.ranks:
         s = built.stage_of[r]
@@ -332,31 +380,10 @@ def simulate(trace: Trace | Workload, config: SimConfig, *, comm: Any = None,
         tokens_per_s=sps * int(seq) if seq else None, micro_batch=mb, global_batch=gb,
         micro_batches=m, ranks=ranks, memory_limit_bytes=int(limit), models=models,
         world_size=config.world, nodes=cluster.nodes, gpus_per_node=cluster.gpus_per_node,
-        simulated_ranks=built.ranks, num_tasks=len(built.graph),
+        simulated_ranks=built.ranks, num_tasks=len(built.graph), hardware=hw, batch=batch,
+        warnings=warnings, calibration=calibration,
         built=built if keep else None, schedule=sched if keep else None,
         workload=workload if keep else None)
-
-
-def _cpu_contention(profile: Any, cluster: Any) -> tuple[float, str] | None:
-    """Compute slowdown of ranks sharing a CPU host, from a busy-mode profile (or None).
-
-    The traced run was one process; on a gloo host the job's ``k`` co-located ranks (and
-    their communication threads) share the cores, so each op runs slower by the measured
-    ratio ``t(k ranks computing at once) / t(one rank alone)`` of the same fixed work
-    (:mod:`echo_sim.measure.profile_comm` busy mode, rows ``compute`` / ``compute_alone``).
-    Applies when the cluster is a CPU one and the profile measured ``k`` ranks.
-    """
-    if profile is None or cluster.gpu.name != "cpu":
-        return None
-    from echo_sim.measure.profile_comm import COMPUTE_OPS
-
-    k = min(cluster.gpus_per_node, cluster.world_size)
-    alone, busy = ((profile.samples.get((op, k)) or [None])[0] for op in COMPUTE_OPS)
-    if k < 2 or alone is None or busy is None or not alone[1] > 0:
-        return None
-    f = max(1.0, busy[1] / alone[1])
-    return f, (f"compute: x{f:.3g} for {k} ranks sharing a CPU host (busy-mode profile: "
-               f"{busy[1]:.0f} us with all ranks computing / {alone[1]:.0f} us alone)")
 
 
 def _gpu(name: str) -> Any:
@@ -559,9 +586,9 @@ def _timeline_trace(res: SimResult) -> Trace:
     for r in built.ranks:
         b.ranks[r] = RankInfo(rank=r, world_size=res.world_size,
                               local_rank=r % res.gpus_per_node, node_rank=r // res.gpus_per_node,
-                              device="cuda" if res.config.cluster != "cpu-gloo" else "cpu",
+                              device="cuda" if res.cluster != "cpu-gloo" else "cpu",
                               backend="simulated", source="simulate", meta={
                                   "micro_batch_size": res.micro_batch, "simulated": True,
                                   "representative_ranks": built.ranks,
-                                  "cluster": res.config.cluster, "steps": [0]})
+                                  "cluster": res.cluster, "steps": [0]})
     return b.build(steps=[0])

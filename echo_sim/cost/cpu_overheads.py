@@ -1,0 +1,220 @@
+"""CPU-side costs of a multi-process job that a one-process trace does not contain.
+
+Every figure is calibrated from the host microbenchmarks a communication profile carries
+(:mod:`echo_sim.measure.host_overheads`, ``CommProfile.calibration``): medians of several
+samples, with their spread, clamped to what is physically possible. Nothing is fitted to a
+job being predicted.
+
+* :func:`contention` — compute slowdown when ``k`` ranks share a host's cores:
+  ``median(t_busy) / median(t_alone)`` of the same fixed work, applied only when the ranks
+  oversubscribe the cores (``k · threads_per_rank > cpu_count``; otherwise ranks do not
+  compete for cores and the factor is 1, whatever the samples say), clamped to
+  ``[1, k · threads_per_rank]`` (at worst every thread of every rank on one core).
+* :func:`dtensor_dispatch` — per call of a tensor-parallel Linear
+  (``ColwiseParallel``/``RowwiseParallel``), the extra host time of DTensor's dispatch,
+  sharding propagation and redistribution (PyTorch DTensor, ``torch.distributed.tensor``):
+  ``(t_dtensor_pair - t_plain_pair) / 2`` for forward and backward, ``>= 0``.
+* :func:`optimizer_per_param` — extra time per DTensor parameter of one optimizer step:
+  ``(t_step(DTensor params) - t_step(plain params)) / n`` with the same implementation
+  (per-parameter loop or multi-tensor ``foreach``), ``>= 0``. PyTorch's optimizers run
+  every tensor op of the update once per parameter in the loop implementation, so each
+  DTensor parameter pays DTensor's dispatch ~10 times (``torch/optim/adamw.py``).
+* :func:`fsdp_unit` — per FSDP2 unit (``fully_shard``) and pass: the host time of its hooks
+  (pre-forward all-gather copy-in / copy-out, DTensor parameter swaps, post-backward
+  reduce-scatter copy-in, Zhao et al. 2023 §3 / ``torch/distributed/fsdp/_fully_shard``):
+  ``a + b · params_in_unit`` fitted through the two measured parameter counts, plus the
+  copy-in/copy-out bytes at the measured memcpy bandwidth (:func:`fsdp_copy_us`).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from echo_sim.cost.comm_profile import CommProfile
+
+__all__ = [
+    "Calibrated",
+    "FsdpUnitCost",
+    "contention",
+    "dtensor_dispatch",
+    "fsdp_copy_us",
+    "fsdp_unit",
+    "optimizer_per_param",
+    "robust",
+]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Calibrated:
+    """A calibrated figure: ``value``, its relative spread (half the inter-quartile range
+    over the median, %) over ``samples`` samples, and how it was derived."""
+
+    value: float
+    spread_pct: float
+    samples: int
+    note: str
+
+
+def robust(samples: Sequence[float]) -> tuple[float, float]:
+    """(median, spread %) of ``samples``: spread = (q3 - q1) / 2 / median · 100."""
+    xs = sorted(float(x) for x in samples)
+    if not xs:
+        return 0.0, 0.0
+    med = statistics.median(xs)
+    if len(xs) < 4 or med == 0:
+        return med, (100.0 * (xs[-1] - xs[0]) / 2 / abs(med)) if med else 0.0
+    q1, _, q3 = statistics.quantiles(xs, n=4)
+    return med, 100.0 * (q3 - q1) / 2 / abs(med)
+
+
+def _get(profile: CommProfile | None, *keys: str) -> list[list[float]] | None:
+    if profile is None:
+        return None
+    out = [profile.calibration.get(k) for k in keys]
+    if any(not v for v in out):
+        return None
+    return [list(v) for v in out if v]
+
+
+def contention(profile: CommProfile | None, ranks_per_host: int) -> Calibrated | None:
+    """Compute slowdown of ``ranks_per_host`` ranks sharing the profiled host (see module).
+
+    None when the profile has no contention samples or measured another rank count.
+    """
+    if profile is None or ranks_per_host < 2:
+        return None
+    got = _get(profile, "contention_alone_us", "contention_busy_us")
+    if got is not None:
+        alone_s, busy_s = got
+    else:  # profiles before the calibration block: one median per row
+        rows = [profile.samples.get((op, ranks_per_host)) for op in ("compute_alone", "compute")]
+        if not rows[0] or not rows[1]:
+            return None
+        alone_s, busy_s = [rows[0][0][1]], [rows[1][0][1]]
+    if profile.world_size and profile.world_size != ranks_per_host:
+        return None
+    alone, sa = robust(alone_s)
+    busy, sb = robust(busy_s)
+    if not alone > 0:
+        return None
+    measured = busy / alone
+    threads = profile.threads_per_rank or 1
+    n = len(alone_s) + len(busy_s)
+    spread = (sa**2 + sb**2) ** 0.5
+    free = profile.cpu_count - profile.load_avg  # cores the host's other load left free
+    if profile.cpu_count and ranks_per_host * threads <= free:
+        return Calibrated(value=1.0, spread_pct=spread, samples=n, note=(
+            f"compute: x1 ({ranks_per_host} ranks x {threads} thread(s) fit the "
+            f"{free:.1f} free of {profile.cpu_count} cores; measured x{measured:.3g} not "
+            "applied)"))
+    f = min(max(measured, 1.0), float(ranks_per_host * threads))
+    cores = (f"{free:.1f} free of {profile.cpu_count} cores" if profile.cpu_count
+             else "cores unknown")
+    return Calibrated(value=f, spread_pct=spread, samples=n, note=(
+        f"compute: x{f:.3g} for {ranks_per_host} ranks sharing a CPU host ({cores}; median "
+        f"{busy:.0f} us all ranks busy / {alone:.0f} us alone over {n} samples, spread "
+        f"{spread:.0f}%)"))
+
+
+def dtensor_dispatch(profile: CommProfile | None) -> tuple[Calibrated, Calibrated] | None:
+    """(forward, backward) extra µs per tensor-parallel Linear call (see module), or None."""
+    got = _get(profile, "dtensor_fw_us", "plain_fw_us", "dtensor_bw_us", "plain_bw_us")
+    if got is None:
+        return None
+    out = []
+    for (dt, pl), phase in ((got[0:2], "forward"), (got[2:4], "backward")):
+        d, sd = robust(dt)
+        p, sp = robust(pl)
+        v = max(d - p, 0.0) / 2
+        spread = (sd * d + sp * p) / max(d - p, 1e-9)  # absolute spreads over the difference
+        out.append(Calibrated(value=v, spread_pct=spread, samples=len(dt), note=(
+            f"DTensor {phase}: +{v:.0f} us per tensor-parallel Linear ((median {d:.0f} - "
+            f"{p:.0f} us) / 2 of a Colwise+Rowwise pair, one-rank mesh)")))
+    return out[0], out[1]
+
+
+def optimizer_per_param(profile: CommProfile | None, *, foreach: bool,
+                        params: int) -> Calibrated | None:
+    """Extra µs per DTensor parameter of one optimizer step (see module), or None.
+
+    ``params``: how many parameters the microbenchmark's step updated
+    (:data:`echo_sim.measure.host_overheads.OPTIM_PARAMS`).
+    """
+    impl = "foreach" if foreach else "loop"
+    got = _get(profile, f"optim_dtensor_{impl}_us", f"optim_plain_{impl}_us")
+    if got is None or params < 1:
+        return None
+    d, sd = robust(got[0])
+    p, sp = robust(got[1])
+    v = max(d - p, 0.0) / params
+    spread = (sd * d + sp * p) / max(d - p, 1e-9)
+    return Calibrated(value=v, spread_pct=spread, samples=len(got[0]), note=(
+        f"optimizer: +{v:.1f} us per DTensor parameter ({'multi-tensor foreach' if foreach else 'per-parameter loop'}; "
+        f"median step {d:.0f} us DTensor vs {p:.0f} us plain over {params} parameters)"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class FsdpUnitCost:
+    """Host µs of one FSDP2 unit per pass: ``a_us + b_us_per_param · params``."""
+
+    fw_a_us: float
+    fw_b_us: float
+    bw_a_us: float
+    bw_b_us: float
+    copy_bytes_per_us: float
+    note: str
+
+    def fw_us(self, params: int) -> float:
+        return self.fw_a_us + self.fw_b_us * params
+
+    def bw_us(self, params: int) -> float:
+        return self.bw_a_us + self.bw_b_us * params
+
+
+def _line(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float]:
+    """(a, b) of y = a + b·x through per-x medians, both clamped at 0 (x: >= 2 values)."""
+    by: dict[float, list[float]] = {}
+    for x, y in zip(xs, ys, strict=True):
+        by.setdefault(x, []).append(y)
+    pts = sorted((x, statistics.median(v)) for x, v in by.items())
+    (x0, y0), (x1, y1) = pts[0], pts[-1]
+    b = max((y1 - y0) / (x1 - x0), 0.0) if x1 > x0 else 0.0
+    a = max(y0 - b * x0, 0.0)
+    return a, b
+
+
+def fsdp_unit(profile: CommProfile | None) -> FsdpUnitCost | None:
+    """The per-unit FSDP2 host cost (see module), or None without calibration samples.
+
+    ``fsdp_fw_us`` / ``fsdp_bw_us`` hold one median per (rank, configuration), ranks in
+    turn; ``fsdp_params[i % len(fsdp_params)]`` is sample i's parameters per unit.
+    """
+    got = _get(profile, "fsdp_fw_us", "fsdp_bw_us", "fsdp_params", "copy_bytes_per_us")
+    if got is None or len(set(got[2])) < 2:
+        return None
+    fw, bw, ps, bw_copy = got
+    xs = [ps[i % len(ps)] for i in range(len(fw))]
+    fa, fb = _line(xs, fw)
+    ba, bb = _line(xs, bw)
+    copy, _ = robust(bw_copy)
+    return FsdpUnitCost(fw_a_us=fa, fw_b_us=fb, bw_a_us=ba, bw_b_us=bb,
+                        copy_bytes_per_us=copy, note=(
+                            f"FSDP2 hooks per unit: forward {fa:.0f} + {fb:.1f}/param us, "
+                            f"backward {ba:.0f} + {bb:.1f}/param us; copy-in/out at "
+                            f"{copy / 1e3:.1f} GB/s"))
+
+
+def fsdp_copy_us(unit_bytes: float, dp: int, copy_bytes_per_us: float) -> tuple[float, float]:
+    """(forward, backward) µs of FSDP2's copies for a unit of ``unit_bytes`` (unsharded).
+
+    Forward all-gather: copy-in of the local shard (``S/dp``) into the send buffer and
+    copy-out of the gathered ``S`` into the parameters. Backward: the same all-gather again
+    (parameters resharded after forward) plus the reduce-scatter's copy-in of the ``S``
+    bytes of gradients and copy-out of the ``S/dp`` shard. Bytes / memcpy bandwidth.
+    """
+    if copy_bytes_per_us <= 0:
+        return 0.0, 0.0
+    ag = unit_bytes * (1 + 1 / dp)
+    return ag / copy_bytes_per_us, 2 * ag / copy_bytes_per_us
