@@ -193,7 +193,8 @@ def _parallelize(model: ConvAttnNet, cfg: Config, world: int) -> nn.Module:
 
         for block in model.blocks.values():
             fully_shard(block, mesh=mesh)
-        return fully_shard(model, mesh=mesh)
+        fully_shard(model, mesh=mesh)
+        return model
     from torch.distributed.tensor.parallel import (
         ColwiseParallel,
         RowwiseParallel,
