@@ -44,7 +44,7 @@ from echo_sim.sim.target import (
     choose_hardware,
     traced_micro_batch,
 )
-from echo_sim.trace.model import Cat, RankInfo, Trace, TraceBuilder
+from echo_sim.trace.model import Trace
 from echo_sim.workload.build import Built, Layout, Plan, build_graph, make_plan
 from echo_sim.workload.data_parallel import DP_MODES
 from echo_sim.workload.fsdp import fsdp_units
@@ -238,7 +238,9 @@ class SimResult:
         """
         if self.built is None or self.schedule is None or self.workload is None:
             raise ConfigError("this SimResult holds no schedule (simulate(..., keep=False))")
-        return _timeline_trace(self)
+        from echo_sim.sim.timeline import timeline_trace
+
+        return timeline_trace(self)
 
 
 def _resolve_batches(config: SimConfig, mb: int) -> tuple[int, int, int]:
@@ -281,6 +283,15 @@ def _check_workload(config: SimConfig, workload: Workload, micro_batches: int) -
                           f"divisible by pp={config.pp}")
 
 
+@dataclass
+class _Notes:
+    """What a prediction says about itself: model lines, warnings, calibrated figures."""
+
+    models: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    calibration: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
 def simulate(trace: Trace | Workload, config: SimConfig, *, comm: Any = None,
              batch_traces: tuple[Trace | Workload, ...] = (), keep: bool = True) -> SimResult:
     """Predict one iteration of ``config`` from ``trace`` (see the module docstring).
@@ -289,80 +300,45 @@ def simulate(trace: Trace | Workload, config: SimConfig, *, comm: Any = None,
     ``batch_traces``: traces of the same model at other micro-batch sizes (batch fit);
     ``keep``: keep the graph and schedule on the result (needed by :meth:`to_trace`).
     Raises :class:`ConfigError` for layouts the model cannot take.
+
+    The steps run in this order, each a function below: the workload and what it was
+    traced on (:func:`_workload`), the target hardware and micro-batch
+    (:mod:`echo_sim.sim.target`), the collective model (:func:`_comm_model`), per-op times
+    on the target (:func:`_op_times`), the plan of every parallelism plus the host costs
+    (:func:`_plan`), the schedule, and memory from the same plan (:func:`_memory`).
     """
-    workload = trace if isinstance(trace, Workload) else extract_workload(trace)
-    meta: dict[str, Any] = {}
-    if isinstance(trace, Trace) and workload.rank in trace.ranks:
-        meta = dict(trace.ranks[workload.rank].meta)
-        meta.setdefault("backend", trace.ranks[workload.rank].backend)
+    notes = _Notes()
+    workload, meta = _workload(trace, config)
     traced_mb, mb_source = traced_micro_batch(meta)
-    traced_mb = traced_mb or workload.micro_batch
-    batch = choose_batch(config.micro_batch, traced_mb, mb_source)
+    batch = choose_batch(config.micro_batch, traced_mb or workload.micro_batch, mb_source)
     # op times scale from the traced micro-batch, or from the assumed 1 (said so)
     workload = replace(workload, micro_batch=batch.traced or 1)
     hw = choose_hardware(cluster=config.cluster, gpu=config.gpu, device=workload.device,
                          device_name=workload.device_name, backend=str(meta.get("backend", "")))
-    warnings = list(hw.warnings)
+    notes.warnings.extend(hw.warnings)
     if batch.assumed:
-        warnings.append(f"micro-batch: {batch.source}; pass --micro-batch, or trace with "
-                        "capture(micro_batch=...) / TRACE_MICRO_BATCH")
-    if not config.vocab_parallel:
-        workload = workload.with_ops([replace(o, role="replicated") if o.role == "vocab" else o
-                                      for o in workload.ops])
+        notes.warnings.append(f"micro-batch: {batch.source}; pass --micro-batch, or trace "
+                              "with capture(micro_batch=...) / TRACE_MICRO_BATCH")
     mb, gb, m = _resolve_batches(config, batch.micro_batch)
     _check_workload(config, workload, m)
     cluster = _resolve_cluster(config, hw)
-    models: list[str] = [f"hardware: {hw.source}", f"micro-batch {mb}: {batch.source}"]
-    profile = None
-    if comm is None:
-        from echo_sim.cost.collectives import CommModel
-
-        if config.comm_profile:
-            from echo_sim.cost.comm_profile import load_comm_profile
-
-            profile = load_comm_profile(config.comm_profile)
-        comm = CommModel(cluster, profile)
-        measured = (f"measured profile {config.comm_profile} where it covers the group, "
-                    "else " if profile is not None else "")
-        models.append(f"comm: {measured}alpha-beta model of {cluster.name}")
-    else:
-        models.append(f"comm: {type(comm).__name__} (given)")
-    others = [b if isinstance(b, Workload) else extract_workload(b) for b in batch_traces]
-    bm = make_batch_model([workload, *others])
-    models.append(bm.description)
-    base = bm.time_us(mb)
-    cs = compute_scaling(workload, hw.target_gpu, factor=config.compute_factor)
-    models.append(cs.description)
-    base = base * cs.factors
+    notes.models += [f"hardware: {hw.source}", f"micro-batch {mb}: {batch.source}"]
+    comm, profile = _comm_model(config, cluster, comm, notes)
     is_cpu = cluster.gpu.name == "cpu"
-    host_profile = profile if is_cpu and profile is not None and profile.device == "cpu" \
-        else None
-    calibration: dict[str, dict[str, float]] = {}
-    share = contention(host_profile, min(cluster.gpus_per_node, cluster.world_size)) \
-        if config.compute_factor is None else None
-    if share is not None:
-        base = base * share.value
-        models.append(share.note)
-        calibration["compute_contention"] = {"value": share.value,
-                                             "spread_pct": share.spread_pct,
-                                             "samples": share.samples}
+    # host calibration applies to a CPU target from a CPU profile only
+    host = profile if is_cpu and profile is not None and profile.device == "cpu" else None
+    others = [b if isinstance(b, Workload) else extract_workload(b) for b in batch_traces]
+    base = _op_times(config, workload, others, mb, hw, host, cluster, notes)
     mb_scale = mb / (workload.micro_batch or mb)
     layout = Layout(dp=config.dp, tp=config.tp, pp=config.pp, virtual=config.virtual_stages,
                     micro_batches=m, schedule=config.schedule, full=config.mode == "full")
-    plan = make_plan(workload, layout, base, mb_scale=mb_scale, fsdp=config.fsdp,
-                     fsdp_overlap=not is_cpu, recompute=config.recompute,
-                     dp_mode=config.data_parallel, bucket_cap_bytes=config.bucket_cap_bytes,
-                     stage_split=config.stage_split)
-    foreach = config.optimizer_foreach if config.optimizer_foreach is not None else not is_cpu
-    models.extend(apply_host_costs(plan, workload, layout, profile=host_profile,
-                                   fsdp=config.fsdp, vocab_parallel=config.vocab_parallel,
-                                   foreach=foreach))
+    plan = _plan(config, workload, layout, base, mb_scale, is_cpu, host, notes)
     built = build_graph(plan, layout, comm, link_contention=config.link_contention)
     sched = run(built.graph)
-    models.append(_layout_description(config, is_cpu, m))
+    notes.models.append(_layout_description(config, is_cpu, m))
     iteration = sched.makespan_us
     mem, mem_models = _memory(config, workload, plan, layout, mb_scale, is_cpu, cluster)
-    models.extend(mem_models)
+    notes.models.extend(mem_models)
     limit = config.memory_limit_bytes or int(
         (hw.target_gpu and _gpu(hw.target_gpu).memory_bytes) or cluster.gpu.memory_bytes)
     ranks = []
@@ -378,12 +354,79 @@ def simulate(trace: Trace | Workload, config: SimConfig, *, comm: Any = None,
     return SimResult(
         config=config, iteration_time_us=iteration, samples_per_s=sps,
         tokens_per_s=sps * int(seq) if seq else None, micro_batch=mb, global_batch=gb,
-        micro_batches=m, ranks=ranks, memory_limit_bytes=int(limit), models=models,
+        micro_batches=m, ranks=ranks, memory_limit_bytes=int(limit), models=notes.models,
         world_size=config.world, nodes=cluster.nodes, gpus_per_node=cluster.gpus_per_node,
         simulated_ranks=built.ranks, num_tasks=len(built.graph), hardware=hw, batch=batch,
-        warnings=warnings, calibration=calibration,
+        warnings=notes.warnings, calibration=notes.calibration,
         built=built if keep else None, schedule=sched if keep else None,
         workload=workload if keep else None)
+
+
+def _workload(trace: Trace | Workload, config: SimConfig) -> tuple[Workload, dict[str, Any]]:
+    """Step 1: the traced workload (vocab roles dropped unless vocab-parallel) and the
+    traced rank's ``meta.json`` (with its backend)."""
+    workload = trace if isinstance(trace, Workload) else extract_workload(trace)
+    meta: dict[str, Any] = {}
+    if isinstance(trace, Trace) and workload.rank in trace.ranks:
+        meta = dict(trace.ranks[workload.rank].meta)
+        meta.setdefault("backend", trace.ranks[workload.rank].backend)
+    if not config.vocab_parallel:
+        workload = workload.with_ops([replace(o, role="replicated") if o.role == "vocab" else o
+                                      for o in workload.ops])
+    return workload, meta
+
+
+def _comm_model(config: SimConfig, cluster: Any, comm: Any, notes: _Notes) -> tuple[Any, Any]:
+    """Step 3: the collective cost model and the measured profile (None if not used)."""
+    if comm is not None:
+        notes.models.append(f"comm: {type(comm).__name__} (given)")
+        return comm, None
+    from echo_sim.cost.collectives import CommModel
+
+    profile = None
+    if config.comm_profile:
+        from echo_sim.cost.comm_profile import load_comm_profile
+
+        profile = load_comm_profile(config.comm_profile)
+    measured = (f"measured profile {config.comm_profile} where it covers the group, "
+                "else " if profile is not None else "")
+    notes.models.append(f"comm: {measured}alpha-beta model of {cluster.name}")
+    return CommModel(cluster, profile), profile
+
+
+def _op_times(config: SimConfig, workload: Workload, others: list[Workload], mb: int,
+              hw: HardwareChoice, host: Any, cluster: Any, notes: _Notes) -> np.ndarray:
+    """Step 4: every op's time on the target at micro-batch ``mb`` before parallelism:
+    batch model × compute scaling × host contention (CPU hosts, calibrated)."""
+    bm = make_batch_model([workload, *others])
+    notes.models.append(bm.description)
+    cs = compute_scaling(workload, hw.target_gpu, factor=config.compute_factor)
+    notes.models.append(cs.description)
+    base = bm.time_us(mb) * cs.factors
+    share = contention(host, min(cluster.gpus_per_node, cluster.world_size)) \
+        if config.compute_factor is None else None
+    if share is not None:
+        base = base * share.value
+        notes.models.append(share.note)
+        notes.calibration["compute_contention"] = {
+            "value": share.value, "spread_pct": share.spread_pct, "samples": share.samples}
+    return base
+
+
+def _plan(config: SimConfig, workload: Workload, layout: Layout, base: np.ndarray,
+          mb_scale: float, is_cpu: bool, host: Any, notes: _Notes) -> Plan:
+    """Step 5: the plan of every parallelism (pipeline split, TP, recomputation, FSDP/DDP;
+    :func:`~echo_sim.workload.build.make_plan`), then the calibrated host costs of DTensor
+    layouts on it (:mod:`echo_sim.sim.host_costs`)."""
+    plan = make_plan(workload, layout, base, mb_scale=mb_scale, fsdp=config.fsdp,
+                     fsdp_overlap=not is_cpu, recompute=config.recompute,
+                     dp_mode=config.data_parallel, bucket_cap_bytes=config.bucket_cap_bytes,
+                     stage_split=config.stage_split)
+    foreach = config.optimizer_foreach if config.optimizer_foreach is not None else not is_cpu
+    notes.models.extend(apply_host_costs(plan, workload, layout, profile=host,
+                                         fsdp=config.fsdp, vocab_parallel=config.vocab_parallel,
+                                         foreach=foreach))
+    return plan
 
 
 def _gpu(name: str) -> Any:
@@ -528,67 +571,3 @@ def _baseline(workload: Workload, is_cpu: bool, elem: int, states: int, mixed: b
     params, grads, opt = model_state_bytes(pbytes, elem_bytes=elem, states=states, mixed=mixed)
     act = activation_bytes(workload.fw_ops)
     return max(workload.peak_memory_bytes - (params + grads + opt + act), 0.0)
-
-
-# ----------------------------------------------------------------------------- timeline
-_CHANNEL_TID = {"compute": 0, "comm_tp": 100, "comm_dp": 101, "comm_ag": 102, "comm_rs": 103,
-                "comm_push": 104, "comm_pull": 105, "p2p": 106}
-
-
-def _timeline_trace(res: SimResult) -> Trace:
-    built, sched, wl = res.built, res.schedule, res.workload
-    assert built is not None and sched is not None and wl is not None  # checked by caller
-    g = built.graph
-    ops = wl.ops
-    b = TraceBuilder(source_format="echo-sim", source="simulate")
-    start, end = sched.start_us, sched.end_us
-    T = res.iteration_time_us
-    names = g.resource_names
-    for r in built.ranks:
-        for tk in built.compute_tasks[r]:
-            lab = g.labels[tk]
-            if not isinstance(lab, tuple):
-                continue
-            kind = lab[0]
-            if kind == "op":
-                o = ops[lab[2]]
-                frac = o.dur_us / o.time_us if o.time_us > 0 else 1.0
-                b.add(rank=r, name=o.name, cat=Cat.FW if o.phase == "F" else Cat.BW,
-                      ts_us=float(start[tk]), dur_us=float(end[tk] - start[tk]) * frac,
-                      step=0, tid=0, kind=o.kind or None, param_bytes=o.param_bytes,
-                      in_bytes=int(o.in_bytes * res.micro_batch / (wl.micro_batch or
-                                                                    res.micro_batch)),
-                      out_bytes=int(o.out_bytes * res.micro_batch / (wl.micro_batch or
-                                                                      res.micro_batch)),
-                      flops=o.flops)
-            elif kind == "update":
-                u = wl.update_ops
-                b.add(rank=r, name=u[0].name if u else "UPDATE.Optimizer", cat=Cat.UPDATE,
-                      ts_us=float(start[tk]), dur_us=float(end[tk] - start[tk]), step=0,
-                      tid=0, param_bytes=int(built.plan.stages[built.stage_of[r]].param_bytes))
-        b.add(rank=r, name="STEP", cat=Cat.STEP, ts_us=0.0, dur_us=T, step=0, tid=1)
-    seqs: dict[tuple[int, ...], int] = {}
-    for tk, (name, coll, nbytes, grp) in sorted(built.comm_info.items()):
-        seq = seqs.get(grp, 0)
-        seqs[grp] = seq + 1
-        chans = {names[x].split("/", 1)[1] for x in g.resources[tk] if names[x].startswith("rank")}
-        tid = _CHANNEL_TID.get(next(iter(chans)) if chans else "comm_dp", 107)
-        members = [x for x in grp if x in built.stage_of]
-        for r in members:
-            peer = -1
-            c = coll
-            if coll == "send":
-                c = "send" if r == grp[0] else "recv"
-                peer = grp[1] if r == grp[0] else grp[0]
-            b.add(rank=r, name=f"Comm.{name}", cat=Cat.COMM, ts_us=float(start[tk]),
-                  dur_us=float(end[tk] - start[tk]), step=0, tid=tid, collective=c,
-                  nbytes=int(nbytes), group_ranks=grp, seq=seq, peer=peer)
-    for r in built.ranks:
-        b.ranks[r] = RankInfo(rank=r, world_size=res.world_size,
-                              local_rank=r % res.gpus_per_node, node_rank=r // res.gpus_per_node,
-                              device="cuda" if res.cluster != "cpu-gloo" else "cpu",
-                              backend="simulated", source="simulate", meta={
-                                  "micro_batch_size": res.micro_batch, "simulated": True,
-                                  "representative_ranks": built.ranks,
-                                  "cluster": res.cluster, "steps": [0]})
-    return b.build(steps=[0])
