@@ -1,9 +1,13 @@
 """CPU-side costs of a multi-process job that a one-process trace does not contain.
 
 Every figure is calibrated from the host microbenchmarks a communication profile carries
-(:mod:`echo_sim.measure.host_overheads`, ``CommProfile.calibration``): medians of several
-samples, with their spread, clamped to what is physically possible. Nothing is fitted to a
-job being predicted.
+(:mod:`echo_sim.measure.host_overheads`, ``CommProfile.calibration``), from several samples,
+with their spread, clamped to what is physically possible. Nothing is fitted to a job being
+predicted. The contention factor is a ratio of medians (both sides see the same load). The
+per-call costs (DTensor, optimizer, FSDP2 hooks) are the intrinsic cost of a short CPU
+operation: the **fastest** sample, since other tenants' load only ever adds time (Chen &
+Revels 2016, "Robust benchmarking in noisy environments", arXiv:1608.04295); the caller
+scales them by the job's own contention like every other op.
 
 * :func:`contention` — compute slowdown when ``k`` ranks share a host's cores:
   ``median(t_busy) / median(t_alone)`` of the same fixed work, applied only when the ranks
@@ -40,6 +44,7 @@ __all__ = [
     "contention",
     "dtensor_dispatch",
     "fsdp_copy_us",
+    "floor",
     "fsdp_unit",
     "optimizer_per_param",
     "robust",
@@ -67,6 +72,12 @@ def robust(samples: Sequence[float]) -> tuple[float, float]:
         return med, (100.0 * (xs[-1] - xs[0]) / 2 / abs(med)) if med else 0.0
     q1, _, q3 = statistics.quantiles(xs, n=4)
     return med, 100.0 * (q3 - q1) / 2 / abs(med)
+
+
+def floor(samples: Sequence[float]) -> tuple[float, float]:
+    """(fastest sample, spread % of the samples) — the intrinsic cost of a short operation."""
+    _, spread = robust(samples)
+    return (min(float(x) for x in samples) if samples else 0.0), spread
 
 
 def _get(profile: CommProfile | None, *keys: str) -> list[list[float]] | None:
@@ -125,12 +136,12 @@ def dtensor_dispatch(profile: CommProfile | None) -> tuple[Calibrated, Calibrate
         return None
     out = []
     for (dt, pl), phase in ((got[0:2], "forward"), (got[2:4], "backward")):
-        d, sd = robust(dt)
-        p, sp = robust(pl)
+        d, sd = floor(dt)
+        p, sp = floor(pl)
         v = max(d - p, 0.0) / 2
         spread = (sd * d + sp * p) / max(d - p, 1e-9)  # absolute spreads over the difference
         out.append(Calibrated(value=v, spread_pct=spread, samples=len(dt), note=(
-            f"DTensor {phase}: +{v:.0f} us per tensor-parallel Linear ((median {d:.0f} - "
+            f"DTensor {phase}: +{v:.0f} us per tensor-parallel Linear ((fastest {d:.0f} - "
             f"{p:.0f} us) / 2 of a Colwise+Rowwise pair, one-rank mesh)")))
     return out[0], out[1]
 
@@ -146,13 +157,13 @@ def optimizer_per_param(profile: CommProfile | None, *, foreach: bool,
     got = _get(profile, f"optim_dtensor_{impl}_us", f"optim_plain_{impl}_us")
     if got is None or params < 1:
         return None
-    d, sd = robust(got[0])
-    p, sp = robust(got[1])
+    d, sd = floor(got[0])
+    p, sp = floor(got[1])
     v = max(d - p, 0.0) / params
     spread = (sd * d + sp * p) / max(d - p, 1e-9)
     return Calibrated(value=v, spread_pct=spread, samples=len(got[0]), note=(
         f"optimizer: +{v:.1f} us per DTensor parameter ({'multi-tensor foreach' if foreach else 'per-parameter loop'}; "
-        f"median step {d:.0f} us DTensor vs {p:.0f} us plain over {params} parameters)"))
+        f"fastest step {d:.0f} us DTensor vs {p:.0f} us plain over {params} parameters)"))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -174,11 +185,12 @@ class FsdpUnitCost:
 
 
 def _line(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float]:
-    """(a, b) of y = a + b·x through per-x medians, both clamped at 0 (x: >= 2 values)."""
+    """(a, b) of y = a + b·x through the fastest sample per x, both clamped at 0 (x: >= 2
+    values)."""
     by: dict[float, list[float]] = {}
     for x, y in zip(xs, ys, strict=True):
         by.setdefault(x, []).append(y)
-    pts = sorted((x, statistics.median(v)) for x, v in by.items())
+    pts = sorted((x, min(v)) for x, v in by.items())
     (x0, y0), (x1, y1) = pts[0], pts[-1]
     b = max((y1 - y0) / (x1 - x0), 0.0) if x1 > x0 else 0.0
     a = max(y0 - b * x0, 0.0)
@@ -198,7 +210,7 @@ def fsdp_unit(profile: CommProfile | None) -> FsdpUnitCost | None:
     xs = [ps[i % len(ps)] for i in range(len(fw))]
     fa, fb = _line(xs, fw)
     ba, bb = _line(xs, bw)
-    copy, _ = robust(bw_copy)
+    copy = max(bw_copy)  # fastest copy = highest bandwidth
     return FsdpUnitCost(fw_a_us=fa, fw_b_us=fb, bw_a_us=ba, bw_b_us=bb,
                         copy_bytes_per_us=copy, note=(
                             f"FSDP2 hooks per unit: forward {fa:.0f} + {fb:.1f}/param us, "

@@ -12,7 +12,8 @@ communication profile with host calibration samples, this adds, on the compute s
 * FSDP2: the per-unit hook cost (forward and backward of every unit, each micro-batch)
   plus its copy-in/copy-out bytes, and the optimizer's extra cost per (DTensor) parameter.
 
-Each model appends the line it used to the returned descriptions.
+Each model appends the line it used to the returned descriptions; all are scaled by the
+host's compute contention factor, as the traced ops are.
 """
 
 from __future__ import annotations
@@ -51,8 +52,12 @@ def params_per_module(workload: Workload) -> dict[str, int]:
 
 def apply_host_costs(plan: Plan, workload: Workload, layout: Layout, *,
                      profile: CommProfile | None, fsdp: bool, vocab_parallel: bool,
-                     foreach: bool) -> list[str]:
-    """Add the costs of the module docstring to ``plan`` in place; returns descriptions."""
+                     foreach: bool, slowdown: float = 1.0) -> list[str]:
+    """Add the costs of the module docstring to ``plan`` in place; returns descriptions.
+
+    ``slowdown``: the compute contention factor the other ops got; the calibrated per-call
+    costs are intrinsic (fastest samples) and are scaled by it alike.
+    """
     if profile is None or (layout.tp == 1 and not fsdp):
         return []
     from echo_sim.measure.host_overheads import OPTIM_PARAMS
@@ -63,7 +68,7 @@ def apply_host_costs(plan: Plan, workload: Workload, layout: Layout, *,
     t = plan.time_us
     disp = dtensor_dispatch(profile) if layout.tp > 1 else None
     if disp is not None:
-        fw_us, bw_us = disp[0].value, disp[1].value
+        fw_us, bw_us = disp[0].value * slowdown, disp[1].value * slowdown
         for sp in plan.stages:
             for o in (*sp.fw, *sp.bw):
                 if o.role in sharded_roles:
@@ -72,7 +77,7 @@ def apply_host_costs(plan: Plan, workload: Workload, layout: Layout, *,
     unit_cost = fsdp_unit(profile) if fsdp else None
     if unit_cost is not None:
         for sp in plan.stages:
-            _fsdp_units(sp.fw, sp.bw, workload, owned, layout, unit_cost, t)
+            _fsdp_units(sp.fw, sp.bw, workload, owned, layout, unit_cost, t, slowdown)
         notes.append(unit_cost.note)
     for s in range(layout.pp):
         chunks = [plan.stages[c * layout.pp + s] for c in range(layout.virtual)]
@@ -86,7 +91,7 @@ def apply_host_costs(plan: Plan, workload: Workload, layout: Layout, *,
         per = optimizer_per_param(profile, foreach=foreach and not mixed, params=OPTIM_PARAMS)
         if per is None:
             continue
-        plan.update_us[s] += n_dt * per.value
+        plan.update_us[s] += n_dt * per.value * slowdown
         if s == 0:
             notes.append(per.note + (f"; {n_dt} DTensor parameter(s) on stage 0"
                                      + (" among plain ones: per-parameter loop" if mixed
@@ -95,7 +100,7 @@ def apply_host_costs(plan: Plan, workload: Workload, layout: Layout, *,
 
 
 def _fsdp_units(fw: list[Op], bw: list[Op], workload: Workload, owned: dict[str, int],
-                layout: Layout, cost: FsdpUnitCost, times: np.ndarray) -> None:
+                layout: Layout, cost: FsdpUnitCost, times: np.ndarray, slowdown: float) -> None:
     """Per FSDP unit: hook + copy cost on its first forward and first backward op."""
     bw_units = fsdp_units(bw, workload.has_blocks)
     for unit, ops in fsdp_units(fw, workload.has_blocks).items():
@@ -104,7 +109,7 @@ def _fsdp_units(fw: list[Op], bw: list[Op], workload: Workload, owned: dict[str,
             continue
         nbytes = sum(tp_param_bytes(o, layout.tp) for o in ops)
         c_fw, c_bw = fsdp_copy_us(nbytes, layout.dp, cost.copy_bytes_per_us)
-        times[ops[0].index] += cost.fw_us(n) + c_fw
+        times[ops[0].index] += (cost.fw_us(n) + c_fw) * slowdown
         first_bw = bw_units.get(unit)
         if first_bw:
-            times[first_bw[0].index] += cost.bw_us(n) + c_bw
+            times[first_bw[0].index] += (cost.bw_us(n) + c_bw) * slowdown

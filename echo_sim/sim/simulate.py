@@ -423,9 +423,10 @@ def _plan(config: SimConfig, workload: Workload, layout: Layout, base: np.ndarra
                      dp_mode=config.data_parallel, bucket_cap_bytes=config.bucket_cap_bytes,
                      stage_split=config.stage_split)
     foreach = config.optimizer_foreach if config.optimizer_foreach is not None else not is_cpu
+    slowdown = notes.calibration.get("compute_contention", {}).get("value", 1.0)
     notes.models.extend(apply_host_costs(plan, workload, layout, profile=host,
                                          fsdp=config.fsdp, vocab_parallel=config.vocab_parallel,
-                                         foreach=foreach))
+                                         foreach=foreach, slowdown=slowdown))
     return plan
 
 
