@@ -4,10 +4,13 @@ Every figure is calibrated from the host microbenchmarks a communication profile
 (:mod:`echo_sim.measure.host_overheads`, ``CommProfile.calibration``), from several samples,
 with their spread, clamped to what is physically possible. Nothing is fitted to a job being
 predicted. The contention factor is a ratio of medians (both sides see the same load). The
-per-call costs (DTensor, optimizer, FSDP2 hooks) are the intrinsic cost of a short CPU
-operation: the **fastest** sample, since other tenants' load only ever adds time (Chen &
-Revels 2016, "Robust benchmarking in noisy environments", arXiv:1608.04295); the caller
-scales them by the job's own contention like every other op.
+per-call costs (DTensor, optimizer, FSDP2 hooks) are measured against a plain reference
+run interleaved with them (same shapes, plain tensors): the median of the paired ratios
+``r = t_dtensor / t_plain`` is insensitive to load that hits both, and it is turned into
+microseconds with the reference's **fastest** sample, its intrinsic cost — other tenants'
+load only ever adds time (Chen & Revels 2016, "Robust benchmarking in noisy environments",
+arXiv:1608.04295): ``extra = (r - 1) · min(t_plain)``. The caller scales them by the job's
+own contention like every other op.
 
 * :func:`contention` — compute slowdown when ``k`` ranks share a host's cores:
   ``median(t_busy) / median(t_alone)`` of the same fixed work, applied only when the ranks
@@ -47,6 +50,7 @@ __all__ = [
     "floor",
     "fsdp_unit",
     "optimizer_per_param",
+    "paired_extra",
     "robust",
 ]
 
@@ -78,6 +82,18 @@ def floor(samples: Sequence[float]) -> tuple[float, float]:
     """(fastest sample, spread % of the samples) — the intrinsic cost of a short operation."""
     _, spread = robust(samples)
     return (min(float(x) for x in samples) if samples else 0.0), spread
+
+
+def paired_extra(dtensor: Sequence[float], plain: Sequence[float]) -> tuple[float, float, float]:
+    """(extra µs, median ratio, ratio spread %) of ``dtensor`` over ``plain`` samples taken
+    in pairs (see the module docstring); extra >= 0."""
+    n = min(len(dtensor), len(plain))
+    ratios = [float(d) / float(p) for d, p in zip(dtensor[:n], plain[:n], strict=True)
+              if float(p) > 0]
+    if not ratios:
+        return 0.0, 1.0, 0.0
+    r, spread = robust(ratios)
+    return max(r - 1.0, 0.0) * min(float(p) for p in plain[:n]), r, spread
 
 
 def _get(profile: CommProfile | None, *keys: str) -> list[list[float]] | None:
@@ -136,13 +152,12 @@ def dtensor_dispatch(profile: CommProfile | None) -> tuple[Calibrated, Calibrate
         return None
     out = []
     for (dt, pl), phase in ((got[0:2], "forward"), (got[2:4], "backward")):
-        d, sd = floor(dt)
-        p, sp = floor(pl)
-        v = max(d - p, 0.0) / 2
-        spread = (sd * d + sp * p) / max(d - p, 1e-9)  # absolute spreads over the difference
+        extra, r, spread = paired_extra(dt, pl)
+        v = extra / 2
         out.append(Calibrated(value=v, spread_pct=spread, samples=len(dt), note=(
-            f"DTensor {phase}: +{v:.0f} us per tensor-parallel Linear ((fastest {d:.0f} - "
-            f"{p:.0f} us) / 2 of a Colwise+Rowwise pair, one-rank mesh)")))
+            f"DTensor {phase}: +{v:.0f} us per tensor-parallel Linear (a Colwise+Rowwise pair "
+            f"runs x{r:.2f} its plain {min(pl):.0f} us on a one-rank mesh, median of "
+            f"{len(dt)} paired samples, spread {spread:.0f}%)")))
     return out[0], out[1]
 
 
@@ -157,13 +172,12 @@ def optimizer_per_param(profile: CommProfile | None, *, foreach: bool,
     got = _get(profile, f"optim_dtensor_{impl}_us", f"optim_plain_{impl}_us")
     if got is None or params < 1:
         return None
-    d, sd = floor(got[0])
-    p, sp = floor(got[1])
-    v = max(d - p, 0.0) / params
-    spread = (sd * d + sp * p) / max(d - p, 1e-9)
+    extra, r, spread = paired_extra(got[0], got[1])
+    v = extra / params
+    how = "multi-tensor foreach" if foreach else "per-parameter loop"
     return Calibrated(value=v, spread_pct=spread, samples=len(got[0]), note=(
-        f"optimizer: +{v:.1f} us per DTensor parameter ({'multi-tensor foreach' if foreach else 'per-parameter loop'}; "
-        f"fastest step {d:.0f} us DTensor vs {p:.0f} us plain over {params} parameters)"))
+        f"optimizer: +{v:.1f} us per DTensor parameter ({how}: a step over {params} DTensor "
+        f"parameters runs x{r:.2f} its plain {min(got[1]):.0f} us, spread {spread:.0f}%)"))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -185,12 +199,11 @@ class FsdpUnitCost:
 
 
 def _line(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float]:
-    """(a, b) of y = a + b·x through the fastest sample per x, both clamped at 0 (x: >= 2
-    values)."""
+    """(a, b) of y = a + b·x through the median per x, both clamped at 0 (x: >= 2 values)."""
     by: dict[float, list[float]] = {}
     for x, y in zip(xs, ys, strict=True):
         by.setdefault(x, []).append(y)
-    pts = sorted((x, min(v)) for x, v in by.items())
+    pts = sorted((x, statistics.median(v)) for x, v in by.items())
     (x0, y0), (x1, y1) = pts[0], pts[-1]
     b = max((y1 - y0) / (x1 - x0), 0.0) if x1 > x0 else 0.0
     a = max(y0 - b * x0, 0.0)
