@@ -4,13 +4,13 @@ Every figure is calibrated from the host microbenchmarks a communication profile
 (:mod:`echo_sim.measure.host_overheads`, ``CommProfile.calibration``), from several samples,
 with their spread, clamped to what is physically possible. Nothing is fitted to a job being
 predicted. The contention factor is a ratio of medians (both sides see the same load). The
-per-call costs (DTensor, optimizer, FSDP2 hooks) are measured against a plain reference
-run interleaved with them (same shapes, plain tensors): the median of the paired ratios
-``r = t_dtensor / t_plain`` is insensitive to load that hits both, and it is turned into
-microseconds with the reference's **fastest** sample, its intrinsic cost — other tenants'
-load only ever adds time (Chen & Revels 2016, "Robust benchmarking in noisy environments",
-arXiv:1608.04295): ``extra = (r - 1) · min(t_plain)``. The caller scales them by the job's
-own contention like every other op.
+per-call costs (DTensor, optimizer, FSDP2 hooks) are the intrinsic cost of a short CPU
+operation against a plain reference of the same shapes interleaved with it: the **fastest**
+sample of each, since other tenants' load only ever adds time (Chen & Revels 2016, "Robust
+benchmarking in noisy environments", arXiv:1608.04295): ``extra = min(t_dtensor) -
+min(t_plain)``. (A ratio of the two is no better: on a loaded host the longer call is
+preempted more often than the shorter.) The caller scales them by the job's own
+contention factor like every other op.
 
 * :func:`contention` — compute slowdown when ``k`` ranks share a host's cores:
   ``median(t_busy) / median(t_alone)`` of the same fixed work, applied only when the ranks
@@ -50,7 +50,6 @@ __all__ = [
     "floor",
     "fsdp_unit",
     "optimizer_per_param",
-    "paired_extra",
     "robust",
 ]
 
@@ -82,18 +81,6 @@ def floor(samples: Sequence[float]) -> tuple[float, float]:
     """(fastest sample, spread % of the samples) — the intrinsic cost of a short operation."""
     _, spread = robust(samples)
     return (min(float(x) for x in samples) if samples else 0.0), spread
-
-
-def paired_extra(dtensor: Sequence[float], plain: Sequence[float]) -> tuple[float, float, float]:
-    """(extra µs, median ratio, ratio spread %) of ``dtensor`` over ``plain`` samples taken
-    in pairs (see the module docstring); extra >= 0."""
-    n = min(len(dtensor), len(plain))
-    ratios = [float(d) / float(p) for d, p in zip(dtensor[:n], plain[:n], strict=True)
-              if float(p) > 0]
-    if not ratios:
-        return 0.0, 1.0, 0.0
-    r, spread = robust(ratios)
-    return max(r - 1.0, 0.0) * min(float(p) for p in plain[:n]), r, spread
 
 
 def _get(profile: CommProfile | None, *keys: str) -> list[list[float]] | None:
@@ -130,7 +117,7 @@ def contention(profile: CommProfile | None, ranks_per_host: int) -> Calibrated |
     threads = profile.threads_per_rank or 1
     n = len(alone_s) + len(busy_s)
     spread = (sa**2 + sb**2) ** 0.5
-    free = profile.cpu_count - profile.load_avg  # cores the host's other load left free
+    free = max(profile.cpu_count - profile.load_avg, 0.0)  # cores other load left free
     if profile.cpu_count and ranks_per_host * threads <= free:
         return Calibrated(value=1.0, spread_pct=spread, samples=n, note=(
             f"compute: x1 ({ranks_per_host} ranks x {threads} thread(s) fit the "
@@ -152,12 +139,13 @@ def dtensor_dispatch(profile: CommProfile | None) -> tuple[Calibrated, Calibrate
         return None
     out = []
     for (dt, pl), phase in ((got[0:2], "forward"), (got[2:4], "backward")):
-        extra, r, spread = paired_extra(dt, pl)
-        v = extra / 2
+        d, spread = floor(dt)
+        p, _ = floor(pl)
+        v = max(d - p, 0.0) / 2
         out.append(Calibrated(value=v, spread_pct=spread, samples=len(dt), note=(
-            f"DTensor {phase}: +{v:.0f} us per tensor-parallel Linear (a Colwise+Rowwise pair "
-            f"runs x{r:.2f} its plain {min(pl):.0f} us on a one-rank mesh, median of "
-            f"{len(dt)} paired samples, spread {spread:.0f}%)")))
+            f"DTensor {phase}: +{v:.0f} us per tensor-parallel Linear ((fastest {d:.0f} - "
+            f"{p:.0f} us) / 2 of a Colwise+Rowwise pair on a one-rank mesh, {len(dt)} "
+            f"samples, spread {spread:.0f}%)")))
     return out[0], out[1]
 
 
@@ -172,12 +160,13 @@ def optimizer_per_param(profile: CommProfile | None, *, foreach: bool,
     got = _get(profile, f"optim_dtensor_{impl}_us", f"optim_plain_{impl}_us")
     if got is None or params < 1:
         return None
-    extra, r, spread = paired_extra(got[0], got[1])
-    v = extra / params
+    d, spread = floor(got[0])
+    p, _ = floor(got[1])
+    v = max(d - p, 0.0) / params
     how = "multi-tensor foreach" if foreach else "per-parameter loop"
     return Calibrated(value=v, spread_pct=spread, samples=len(got[0]), note=(
-        f"optimizer: +{v:.1f} us per DTensor parameter ({how}: a step over {params} DTensor "
-        f"parameters runs x{r:.2f} its plain {min(got[1]):.0f} us, spread {spread:.0f}%)"))
+        f"optimizer: +{v:.1f} us per DTensor parameter ({how}; fastest step over {params} "
+        f"parameters {d:.0f} us DTensor vs {p:.0f} us plain, spread {spread:.0f}%)"))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -2,8 +2,10 @@
 
 Run inside :mod:`echo_sim.measure.profile_comm`'s worker processes (the process group is
 up; every rank calls :func:`measure_host_overheads` at once) when the backend is gloo on CPU.
-Each quantity is measured as several samples, kept raw, so that
-:mod:`echo_sim.cost.cpu_overheads` takes medians and reports the spread:
+Each quantity is measured as many short samples (one call each, well under a scheduler
+time slice, so that on a loaded host some run unpreempted), kept raw, so that
+:mod:`echo_sim.cost.cpu_overheads` takes the fastest as the intrinsic cost and reports the
+spread:
 
 * ``contention_alone_us`` / ``contention_busy_us``: the same fixed compute on rank 0 while
   the other ranks block in a collective, then on every rank at once — interleaved round by
@@ -18,8 +20,8 @@ Each quantity is measured as several samples, kept raw, so that
   per-parameter (``foreach=False``) or multi-tensor (``foreach=True``), plain or DTensor;
 * ``fsdp_fw_us`` / ``fsdp_bw_us`` (per FSDP2 unit) at two parameter counts per unit
   (``fsdp_params`` lists them) against the plain model: FSDP2's per-unit hooks, copy-in /
-  copy-out and DTensor parameter swaps on a one-rank mesh, each the median ratio of
-  interleaved (FSDP2, plain) pairs minus 1, times the plain model's fastest time;
+  copy-out and DTensor parameter swaps on a one-rank mesh (fastest FSDP2 minus fastest
+  plain, per unit: one value per rank and parameter count);
 * ``copy_bytes_per_us``: memcpy bandwidth of a 4 MiB ``copy_`` (FSDP2's copy-in / copy-out
   move the bytes of every gathered unit on the compute thread).
 
@@ -28,27 +30,23 @@ The one place besides :mod:`echo_sim.measure.profile_comm` that imports torch.
 
 from __future__ import annotations
 
-import statistics
 import time
 from collections.abc import Callable
 from typing import Any
 
 __all__ = ["FSDP_UNITS", "OPTIM_PARAMS", "measure_host_overheads"]
 
-OPTIM_PARAMS = 16  # parameters in the optimizer microbenchmark
-FSDP_UNITS = 4  # fully_shard units in the FSDP2 microbenchmark
+OPTIM_PARAMS = 4  # parameters in the optimizer microbenchmark
+FSDP_UNITS = 2  # fully_shard units in the FSDP2 microbenchmark
+_SAMPLES = 15  # samples per quantity: each short (< ~1 ms), so that some escape preemption
 _HIDDEN = 32  # small shapes: the overheads measured here are per call, not per byte
 _TOKENS = 64
 
 
-def _median_us(fn: Callable[[], Any], reps: int) -> float:
+def _time_us(fn: Callable[[], Any]) -> float:
+    t0 = time.perf_counter()
     fn()
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        ts.append((time.perf_counter() - t0) * 1e6)
-    return statistics.median(ts)
+    return (time.perf_counter() - t0) * 1e6
 
 
 def _contention(rank: int, rounds: int, work: Callable[[], Any]) -> tuple[list[float],
@@ -106,13 +104,15 @@ def _tensor_parallel(mesh: Any, reps: int) -> dict[str, list[float]]:
     plain = _pair(nn, _HIDDEN)
     out: dict[str, list[float]] = {k: [] for k in ("dtensor_fw_us", "dtensor_bw_us",
                                                    "plain_fw_us", "plain_bw_us")}
+    _fw_bw(tp, x, 1)
+    _fw_bw(plain, x, 1)
     for _ in range(reps):  # interleaved, so that load drift hits both alike
-        f, b = _fw_bw(tp, x, 3)
-        out["dtensor_fw_us"].append(statistics.median(f))
-        out["dtensor_bw_us"].append(statistics.median(b))
-        f, b = _fw_bw(plain, x, 3)
-        out["plain_fw_us"].append(statistics.median(f))
-        out["plain_bw_us"].append(statistics.median(b))
+        (f,), (b,) = _fw_bw(tp, x, 1)
+        out["dtensor_fw_us"].append(f)
+        out["dtensor_bw_us"].append(b)
+        (f,), (b,) = _fw_bw(plain, x, 1)
+        out["plain_fw_us"].append(f)
+        out["plain_bw_us"].append(b)
     return out
 
 
@@ -133,9 +133,11 @@ def _optimizer(mesh: Any, reps: int) -> dict[str, list[float]]:
         "optim_dtensor_foreach_us": torch.optim.AdamW(dt, foreach=True),
     }
     out: dict[str, list[float]] = {k: [] for k in opts}
+    for opt in opts.values():
+        opt.step()  # builds the state
     for _ in range(reps):
         for k, opt in opts.items():
-            out[k].append(_median_us(opt.step, 3))
+            out[k].append(_time_us(opt.step))
     return out
 
 
@@ -158,19 +160,12 @@ def _fsdp(mesh: Any, reps: int) -> dict[str, list[float]]:
             fully_shard(unit, mesh=mesh)
         fully_shard(sharded, mesh=mesh)
         plain = build()
-        pairs: dict[str, list[tuple[float, float]]] = {"fw": [], "bw": []}
-        for _ in range(reps):
-            f1, b1 = _fw_bw(sharded, x, 3)
-            f0, b0 = _fw_bw(plain, x, 3)
-            pairs["fw"].append((statistics.median(f1), statistics.median(f0)))
-            pairs["bw"].append((statistics.median(b1), statistics.median(b0)))
-        for phase, ps in pairs.items():
-            # median paired ratio x the plain model's fastest time (load hits both alike;
-            # see echo_sim.cost.cpu_overheads); the root holds no parameters of its own,
-            # so every unit costs alike
-            ratio = statistics.median(a / b for a, b in ps)
-            extra = max(ratio - 1.0, 0.0) * min(b for _, b in ps)
-            out[f"fsdp_{phase}_us"].append(extra / FSDP_UNITS)
+        f1, b1 = _fw_bw(sharded, x, reps)
+        f0, b0 = _fw_bw(plain, x, reps)
+        # fastest samples: the intrinsic cost (see echo_sim.cost.cpu_overheads); the root
+        # holds no parameters of its own, so every unit costs alike
+        out["fsdp_fw_us"].append(max(min(f1) - min(f0), 0.0) / FSDP_UNITS)
+        out["fsdp_bw_us"].append(max(min(b1) - min(b0), 0.0) / FSDP_UNITS)
         out["fsdp_params"].append(2.0 * linears)
     return out
 
@@ -180,7 +175,8 @@ def _copy_bw(reps: int) -> list[float]:
 
     n = 1 << 20  # float32: 4 MiB
     src, dst = torch.ones(n), torch.empty(n)
-    return [4.0 * n / _median_us(lambda: dst.copy_(src), 3) for _ in range(reps)]
+    dst.copy_(src)
+    return [4.0 * n / _time_us(lambda: dst.copy_(src)) for _ in range(reps)]
 
 
 def measure_host_overheads(rank: int, nproc: int, work: Callable[[], Any], *,
@@ -199,7 +195,7 @@ def measure_host_overheads(rank: int, nproc: int, work: Callable[[], Any], *,
     # the host is as shared as in the job); groups are created collectively
     solo = [dist.new_group([r]) for r in range(nproc)]
     mesh = DeviceMesh.from_group(solo[rank], "cpu")
-    reps = max(3, rounds // 2)
+    reps = _SAMPLES
     out.update(_tensor_parallel(mesh, reps))
     out.update(_optimizer(mesh, reps))
     out.update(_fsdp(mesh, reps))
