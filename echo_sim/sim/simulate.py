@@ -47,7 +47,7 @@ from echo_sim.sim.target import (
 from echo_sim.trace.model import Trace
 from echo_sim.workload.build import Built, Layout, Plan, build_graph, make_plan
 from echo_sim.workload.data_parallel import DP_MODES
-from echo_sim.workload.fsdp import fsdp_units
+from echo_sim.workload.fsdp import ROOT, fsdp_units
 from echo_sim.workload.ops import Workload, extract_workload
 from echo_sim.workload.pipeline import SCHEDULES, STAGE_SPLITS, stage_actions
 from echo_sim.workload.tensor_parallel import check_tensor_parallel, tp_param_bytes
@@ -532,11 +532,17 @@ def _memory(config: SimConfig, workload: Workload, plan: Plan, layout: Layout,
             best = max(best, cur)
         buffers = 0.0
         if config.fsdp:
-            units = [float(sum(tp_param_bytes(o, tp) for o in ops))
-                     for c in chunks for ops in fsdp_units(c.fw, workload.has_blocks).values()]
-            biggest = max(units, default=0.0)
-            gathered = pbytes if P > 1 else biggest * (1 if is_cpu else 2)
-            buffers = gathered + biggest
+            # FSDP2 (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py): the root's
+            # parameters stay unsharded from forward through backward; a block unit is
+            # unsharded while it runs (and the next one prefetched, on GPUs); its
+            # collective stages S bytes of all-gather output plus the S/dp copy-in (or,
+            # for the gradients, S of reduce-scatter input plus the S/dp output)
+            sizes = {u: float(sum(tp_param_bytes(o, tp) for o in ops))
+                     for c in chunks for u, ops in fsdp_units(c.fw, workload.has_blocks).items()}
+            root = sizes.pop(ROOT, 0.0)
+            biggest = max(sizes.values(), default=root)
+            gathered = pbytes if P > 1 else root + biggest * (1 if is_cpu else 2)
+            buffers = gathered + biggest * (1 + 1 / dp)
         elif dp > 1:
             buffers = pbytes
         out[s] = MemoryEstimate(params_bytes=params, grads_bytes=grads, optimizer_bytes=opt,
