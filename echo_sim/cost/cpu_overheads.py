@@ -26,6 +26,14 @@ contention factor like every other op.
   (per-parameter loop or multi-tensor ``foreach``), ``>= 0``. PyTorch's optimizers run
   every tensor op of the update once per parameter in the loop implementation, so each
   DTensor parameter pays DTensor's dispatch ~10 times (``torch/optim/adamw.py``).
+* :func:`skew` — rank skew between synchronisations on a shared host: the wait at a
+  synchronisation grows with the compute before it (peers drift apart, and a process that
+  used its time slice is woken later). Measured directly: a small all-reduce after ``W`` =
+  0, 1 and 2 runs of the contention work on every rank, its time on the slowest rank's
+  clock; ``kappa`` = slope of the medians, ``t(W) = t0 + kappa · W`` (least squares through
+  the three medians, ``kappa >= 0``). A busy-mode collective measured ``t_busy(S)`` after
+  ``W_busy`` of work then costs, after ``W`` of compute in the job,
+  ``max(t_busy(S) - kappa · W_busy, 0) + kappa · W``.
 * :func:`fsdp_unit` — per FSDP2 unit (``fully_shard``) and pass: the host time of its hooks
   (pre-forward all-gather copy-in / copy-out, DTensor parameter swaps, post-backward
   reduce-scatter copy-in, Zhao et al. 2023 §3 / ``torch/distributed/fsdp/_fully_shard``):
@@ -51,6 +59,8 @@ __all__ = [
     "fsdp_unit",
     "optimizer_per_param",
     "robust",
+    "skew",
+    "Skew",
 ]
 
 
@@ -167,6 +177,49 @@ def optimizer_per_param(profile: CommProfile | None, *, foreach: bool,
     return Calibrated(value=v, spread_pct=spread, samples=len(got[0]), note=(
         f"optimizer: +{v:.1f} us per DTensor parameter ({how}; fastest step over {params} "
         f"parameters {d:.0f} us DTensor vs {p:.0f} us plain, spread {spread:.0f}%)"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Skew:
+    """Wait per synchronisation ``kappa`` µs per µs of compute before it, and the busy work
+    ``w_busy_us`` a busy-mode profile ran before each timed collective."""
+
+    kappa: float
+    w_busy_us: float
+    samples: int
+    note: str
+
+    def collective_us(self, t_busy_us: float, w_us: float) -> float:
+        """A collective measured ``t_busy_us`` in busy mode, issued after ``w_us`` of
+        compute since the last synchronisation (see the module docstring)."""
+        return max(t_busy_us - self.kappa * self.w_busy_us, 0.0) + self.kappa * max(w_us, 0.0)
+
+
+def skew(profile: CommProfile | None) -> Skew | None:
+    """The synchronisation wait against compute on the profiled host (module docstring)."""
+    got = _get(profile, "sync_work_us", "sync_us", "contention_busy_us")
+    if got is None:
+        return None
+    work, sync, busy = got
+    levels = 3  # 0, 1, 2 runs of the work, in turn
+    pts = []
+    for k in range(levels):
+        w = [work[i] for i in range(k, len(work), levels)]
+        t = [sync[i] for i in range(k, len(sync), levels)]
+        if w and t:
+            pts.append((statistics.median(w), statistics.median(t)))
+    if len(pts) < 2:
+        return None
+    wm = sum(w for w, _ in pts) / len(pts)
+    tm = sum(t for _, t in pts) / len(pts)
+    den = sum((w - wm) ** 2 for w, _ in pts)
+    kappa = max(sum((w - wm) * (t - tm) for w, t in pts) / den, 0.0) if den > 0 else 0.0
+    w_busy = statistics.median(busy)
+    return Skew(kappa=kappa, w_busy_us=w_busy, samples=len(sync), note=(
+        f"rank skew: a synchronisation waits {kappa * 1e3:.1f} us per ms of compute before "
+        f"it (4 KiB all-reduce after 0 / 1 / 2 x {w_busy:.0f} us of work: "
+        + ", ".join(f"{t:.0f}" for _, t in pts) + " us); busy-mode collectives less "
+        f"{kappa * w_busy:.0f} us, plus the wait after the job's own compute"))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -22,6 +22,9 @@ spread:
   (``fsdp_params`` lists them) against the plain model: FSDP2's per-unit hooks, copy-in /
   copy-out and DTensor parameter swaps on a one-rank mesh (fastest FSDP2 minus fastest
   plain, per unit: one value per rank and parameter count);
+* ``sync_work_us`` / ``sync_us``: a 4 KiB all-reduce (slowest rank's clock) right after 0,
+  1 or 2 runs of the contention work on every rank, against that rank's work time — how
+  the wait at a synchronisation grows with the compute before it;
 * ``copy_bytes_per_us``: memcpy bandwidth of a 4 MiB ``copy_`` (FSDP2's copy-in / copy-out
   move the bytes of every gathered unit on the compute thread).
 
@@ -69,6 +72,29 @@ def _contention(rank: int, rounds: int, work: Callable[[], Any]) -> tuple[list[f
         work()
         busy.append((time.perf_counter() - t0) * 1e6)
     return alone, busy
+
+
+def _sync_wait(rounds: int, work: Callable[[], Any]) -> dict[str, list[float]]:
+    """A 4 KiB all-reduce after 0, 1 or 2 runs of ``work`` on every rank: the all-reduce's
+    time on the slowest rank's clock against the work before it (rank skew vs compute)."""
+    import torch
+    import torch.distributed as dist
+
+    x = torch.ones(1024)
+    out: dict[str, list[float]] = {"sync_work_us": [], "sync_us": []}
+    for _ in range(rounds):
+        for calls in (0, 1, 2):
+            dist.barrier()
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                work()
+            t1 = time.perf_counter()
+            dist.all_reduce(x)
+            took = torch.tensor([(time.perf_counter() - t1) * 1e6], dtype=torch.float64)
+            dist.all_reduce(took, op=dist.ReduceOp.MAX)  # a run ends with its slowest rank
+            out["sync_work_us"].append((t1 - t0) * 1e6)
+            out["sync_us"].append(float(took[0]))
+    return out
 
 
 def _pair(nn: Any, h: int) -> Any:
@@ -191,6 +217,7 @@ def measure_host_overheads(rank: int, nproc: int, work: Callable[[], Any], *,
 
     alone, busy = _contention(rank, rounds, work)
     out: dict[str, list[float]] = {"contention_alone_us": alone, "contention_busy_us": busy}
+    out.update(_sync_wait(rounds, work))
     # one-rank meshes: each rank measures on its own, at the same time as the others (so
     # the host is as shared as in the job); groups are created collectively
     solo = [dist.new_group([r]) for r in range(nproc)]

@@ -19,6 +19,7 @@ other ranks at the end of the step).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -26,7 +27,7 @@ import numpy as np
 
 from echo_sim.cost.batch_model import make_batch_model
 from echo_sim.cost.compute_scaling import compute_scaling, resolve_device
-from echo_sim.cost.cpu_overheads import contention
+from echo_sim.cost.cpu_overheads import Skew, contention, skew
 from echo_sim.cost.memory_model import (
     MemoryEstimate,
     activation_bytes,
@@ -335,6 +336,17 @@ def simulate(trace: Trace | Workload, config: SimConfig, *, comm: Any = None,
     plan = _plan(config, workload, layout, base, mb_scale, is_cpu, host, notes)
     built = build_graph(plan, layout, comm, link_contention=config.link_contention)
     sched = run(built.graph)
+    sk = skew(host) if config.world > 1 else None
+    if sk is not None and any(built.comm_tasks.values()):
+        # step 6b: rank skew at each synchronisation, from the compute between them
+        w = float(np.median([_breakdown(built, sched, r, sched.makespan_us)[0]
+                             / max(len(built.comm_tasks[r]), 1) for r in built.ranks]))
+        built = build_graph(plan, layout, _SkewedComm(comm, sk, w),
+                            link_contention=config.link_contention)
+        sched = run(built.graph)
+        notes.models.append(f"{sk.note} ({w:.0f} us here)")
+        notes.calibration["rank_skew_us_per_us"] = {"value": sk.kappa, "spread_pct": 0.0,
+                                                    "samples": sk.samples}
     notes.models.append(_layout_description(config, is_cpu, m))
     iteration = sched.makespan_us
     mem, mem_models = _memory(config, workload, plan, layout, mb_scale, is_cpu, cluster)
@@ -360,6 +372,28 @@ def simulate(trace: Trace | Workload, config: SimConfig, *, comm: Any = None,
         warnings=notes.warnings, calibration=notes.calibration,
         built=built if keep else None, schedule=sched if keep else None,
         workload=workload if keep else None)
+
+
+class _SkewedComm:
+    """A collective model plus rank skew (:func:`echo_sim.cost.cpu_overheads.skew`): a
+    measured busy-mode time loses the profile's own skew and gains the job's, ``w_us`` of
+    compute before each synchronisation; an unmeasured one gains the job's."""
+
+    def __init__(self, inner: Any, sk: Skew, w_us: float) -> None:
+        self.inner, self.sk, self.w_us = inner, sk, w_us
+
+    def time_us(self, op: str, nbytes: int, ranks: Sequence[int], *,
+                concurrent: int = 1) -> float:
+        t = float(self.inner.time_us(op, nbytes, ranks, concurrent=concurrent))
+        if len(set(ranks)) < 2:
+            return t
+        covered = getattr(self.inner, "covered", None)
+        if covered is not None and covered(op, ranks):
+            return self.sk.collective_us(t, self.w_us)
+        return t + self.sk.kappa * self.w_us
+
+    def links(self, ranks: Sequence[int]) -> list[str]:
+        return list(self.inner.links(ranks))
 
 
 def _workload(trace: Trace | Workload, config: SimConfig) -> tuple[Workload, dict[str, Any]]:
