@@ -27,6 +27,15 @@ pipeline stages (--schedule gpipe|1f1b|interleaved) and synchronised by DDP buck
 model. One rank per pipeline stage is simulated (data- and tensor-parallel peers are
 identical); --mode full simulates every rank.
 
+Without --cluster/--gpu the prediction is for the hardware the trace was taken on (a CPU
+trace: one gloo host holding every rank); naming one re-times the traced op times to it.
+The output says which, and which micro-batch it assumed and from where. On a CPU host, a
+--comm-profile measured by profile-comm also calibrates (medians / fastest of several
+samples, printed under "models"): the compute slowdown of ranks sharing cores (only when
+they oversubscribe the free cores), DTensor dispatch per tensor-parallel Linear, the
+optimizer's cost per DTensor parameter (--optimizer), FSDP2's per-unit hooks and copies,
+and the wait at each synchronisation as a function of the compute before it.
+
 --output DIR writes the simulated timeline as per-rank echo traces (one directory per
 simulated rank, at most 64) that statistic / critical / combine read.
 """
