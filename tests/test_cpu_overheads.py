@@ -13,6 +13,7 @@ from echo_sim.cost.comm_profile import CommProfile, load_comm_profile, save_comm
 from echo_sim.cost.cpu_overheads import (
     contention,
     dtensor_dispatch,
+    fair_share_bound,
     floor,
     fsdp_copy_us,
     fsdp_unit,
@@ -59,17 +60,24 @@ def test_contention_needs_oversubscribed_cores(prof: CommProfile) -> None:
     # the samples say (the x1.36-on-an-idle-host failure)
     idle = contention(dataclasses.replace(prof, load_avg=0.0), 2)
     assert idle is not None and idle.value == 1.0 and "not applied" in idle.note
-    # the same host with 1.5 cores' worth of other load: oversubscribed, factor applied
+    # the same host with 1.5 cores' worth of other load: oversubscribed, factor applied up
+    # to the fair-share bound min(1, 2/2.5) / min(1, 2/3.5) = 1.4
+    assert fair_share_bound(2, 1, 2, 1.5) == pytest.approx(1.4)
     busy = contention(dataclasses.replace(prof, load_avg=1.5), 2)
-    assert busy is not None and busy.value == pytest.approx(ratio)
+    assert busy is not None and busy.value == pytest.approx(min(ratio, 1.4))
     assert busy.samples == 21 and busy.spread_pct > 0 and "0.5 free of 2 cores" in busy.note
-    # clamped to [1, ranks x threads]
+    # the measured host (load 13 on 2 cores): two more threads can slow each by 14/15 only
+    loaded = contention(prof, 2)
+    assert loaded is not None and loaded.value == pytest.approx(
+        (prof.load_avg + 2) / (prof.load_avg + 1))
+    # clamped to [1, bound]; unknown cores: bound = ranks x threads
     fast = dataclasses.replace(prof, load_avg=1.5, calibration={
         **prof.calibration, "contention_busy_us": [1.0, 1.0, 1.0]})
     assert contention(fast, 2).value == 1.0  # type: ignore[union-attr]
-    slow = dataclasses.replace(prof, load_avg=1.5, calibration={
+    slow = dataclasses.replace(prof, cpu_count=0, calibration={
         **prof.calibration, "contention_busy_us": [1e9] * 3})
     assert contention(slow, 2).value == 2.0  # type: ignore[union-attr]
+    assert fair_share_bound(2, 1, 16, 0.0) == 1.0 and fair_share_bound(2, 1, 1, 0.0) == 2.0
     # another rank count than profiled, or no samples: no model
     assert contention(prof, 4) is None and contention(None, 2) is None
     rows = {k: v for k, v in prof.samples.items() if not k[0].startswith("compute")}

@@ -53,6 +53,7 @@ __all__ = [
     "Calibrated",
     "FsdpUnitCost",
     "contention",
+    "fair_share_bound",
     "dtensor_dispatch",
     "fsdp_copy_us",
     "floor",
@@ -133,13 +134,27 @@ def contention(profile: CommProfile | None, ranks_per_host: int) -> Calibrated |
             f"compute: x1 ({ranks_per_host} ranks x {threads} thread(s) fit the "
             f"{free:.1f} free of {profile.cpu_count} cores; measured x{measured:.3g} not "
             "applied)"))
-    f = min(max(measured, 1.0), float(ranks_per_host * threads))
-    cores = (f"{free:.1f} free of {profile.cpu_count} cores" if profile.cpu_count
-             else "cores unknown")
+    bound = fair_share_bound(ranks_per_host, threads, profile.cpu_count, profile.load_avg)
+    f = min(max(measured, 1.0), bound)
+    cores = (f"{free:.1f} free of {profile.cpu_count} cores, fair-share bound x{bound:.3g}"
+             if profile.cpu_count else "cores unknown")
     return Calibrated(value=f, spread_pct=spread, samples=n, note=(
         f"compute: x{f:.3g} for {ranks_per_host} ranks sharing a CPU host ({cores}; median "
         f"{busy:.0f} us all ranks busy / {alone:.0f} us alone over {n} samples, spread "
         f"{spread:.0f}%)"))
+
+
+def fair_share_bound(ranks: int, threads: int, cpu_count: int, load_avg: float) -> float:
+    """Largest slowdown ``ranks`` co-located ranks can cause each other under a fair-share
+    scheduler (Linux CFS gives each of ``N`` runnable threads ``min(1, C / N)`` of a core):
+    ``min(1, C / (L + t)) / min(1, C / (L + k·t))`` with ``L`` the other runnable load, ``C``
+    the cores, ``t`` threads per rank, ``k`` ranks. Unknown cores: ``k·t`` (every thread of
+    every rank on one core)."""
+    if cpu_count <= 0:
+        return float(ranks * threads)
+    alone = min(1.0, cpu_count / (load_avg + threads))
+    together = min(1.0, cpu_count / (load_avg + ranks * threads))
+    return max(alone / together, 1.0)
 
 
 def dtensor_dispatch(profile: CommProfile | None) -> tuple[Calibrated, Calibrated] | None:
