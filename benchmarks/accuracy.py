@@ -42,6 +42,10 @@ Usage::
         [--sizes gpt-s,gpt-m,cnn,convattn] [--steps 10] [--warmup 3] [--diagnose]
         [--keep DIR] [--output FILE] [--comm-profile FILE | --profile-sizes 1KB..16MB]
         [--nproc 2] [--no-plain-single] [--cluster PRESET]
+    python benchmarks/accuracy.py --repredict OLD.json --keep DIR [--output NEW.json]
+
+``--repredict`` runs no job: it predicts every kept repetition again with the current
+models (each from its own trace and comm profile) against the measurements on record.
 
 ``--no-plain-single`` skips the uncaptured 1-process run kept beside each trace to measure
 capture overhead (the traced op times the prediction starts from include it).
@@ -67,7 +71,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-__all__ = ["CASES", "SIZES", "Case", "main", "run_benchmark", "table"]
+__all__ = ["CASES", "SIZES", "Case", "main", "repredict", "run_benchmark", "table"]
 
 RESULTS = REPO / "benchmarks" / "results" / "accuracy.json"
 SCRIPT = Path(__file__).resolve()
@@ -403,6 +407,48 @@ def run_benchmark(cases: tuple[Case, ...], *, reps: int, steps: int, warmup: int
                       cluster=cluster)
 
 
+def repredict(doc: dict[str, Any], root: Path, cluster: str | None = None) -> dict[str, Any]:
+    """Predict again every measured repetition of ``doc`` (a result document whose run kept
+    its files under ``root``, ``--keep``) from its kept trace and comm profile, with the
+    current models; measurements are reused as they are. Returns a new document."""
+    from echo_sim.load import load_trace
+
+    cases = tuple(Case(layout=r["layout"], size=r["model"], nproc=r["nproc"])
+                  for r in doc["cases"])
+    raw: dict[str, list[dict[str, Any]]] = {c.name: [] for c in cases}
+    traces: dict[tuple[int, str], Any] = {}
+    for case, row in zip(cases, doc["cases"], strict=True):
+        for rec in row["reps"]:
+            if "measured_us" not in rec:
+                raw[case.name].append(rec)
+                continue
+            r = int(rec["rep"])
+            key = (r, case.size)
+            if key not in traces:
+                traces[key] = load_trace(root / f"rep{r}" / case.size / "trace")
+            pred = _predict(traces[key], case, root / f"rep{r}" / "comm.json", None, cluster)
+            single: dict[str, Any] = next((s for s in doc["single_traces"] if s["rep"] == r and
+                           s["size"] == case.size), {})
+            new = dict(rec, predicted_us=round(pred["iteration_time_us"], 1),
+                       error_pct=round(_err_pct(pred["iteration_time_us"],
+                                                rec["measured_us"]), 2),
+                       breakdown=pred["breakdown"], calibration=pred["calibration"],
+                       predicted_peak_bytes=int(pred["peak_memory_bytes"]))
+            if "rss_before_model_bytes" in single:
+                new["predicted_mem_delta_bytes"] = int(pred["peak_memory_bytes"]
+                                                       - single["rss_before_model_bytes"])
+                new["mem_error_pct"] = round(_err_pct(new["predicted_mem_delta_bytes"],
+                                                      new["measured_mem_delta_bytes"]), 2)
+            raw[case.name].append(new)
+    m = doc["method"]
+    out = _summarise(cases, raw, doc["single_traces"], doc["machine"]["load_avg_1min_at_runs"],
+                     steps=m["steps"], warmup=m["warmup_steps"], reps=m["reps"], cluster=cluster)
+    out["machine"] = doc["machine"]
+    out["date"] = doc["date"]
+    out["method"]["repredicted"] = time.strftime("%Y-%m-%dT%H:%M:%S")
+    return out
+
+
 def _summarise(cases: tuple[Case, ...], raw: dict[str, list[dict[str, Any]]],
                singles: list[dict[str, Any]], loads: list[float], *, steps: int, warmup: int,
                reps: int, cluster: str | None = None) -> dict[str, Any]:
@@ -532,6 +578,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--cluster", default=None,
                    help="re-time to this cluster preset (default: none, the traced hardware)")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per job (default 300)")
+    p.add_argument("--repredict", default="", metavar="RESULT_JSON",
+                   help="run no job: predict again the repetitions of RESULT_JSON from the "
+                        "traces and profiles its run kept under --keep, with today's models")
     return p
 
 
@@ -559,6 +608,15 @@ def main(argv: list[str] | None = None) -> int:
     if "tiny" in sizes:
         cases += tuple(Case(layout=lay, size="tiny", nproc=a.nproc) for lay in layouts)
     output = Path(a.output)
+    if a.repredict:
+        if not a.keep:
+            p.error("--repredict needs --keep DIR: where that run kept its files")
+        doc = repredict(json.loads(Path(a.repredict).read_text()), Path(a.keep), a.cluster)
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(json.dumps(doc, indent=1) + "\n")
+        print(table(doc))
+        print(f"\nwrote {output}")
+        return 0
     os.environ["OMP_NUM_THREADS"] = "1"  # the profiling processes inherit it
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(a.keep) if a.keep else Path(tmp)

@@ -141,3 +141,10 @@ def test_cli_rejects_bad_flags(capsys: pytest.CaptureFixture[str]) -> None:
         with pytest.raises(SystemExit) as e:
             main(argv)
         assert e.value.code == 2 and needle in capsys.readouterr().err
+    # the kept run predicts again with today's models, measurements reused as they are
+    again = tmp_path / "again.json"
+    assert main(["--repredict", str(out), "--keep", str(tmp_path / "work"), "--output",
+                 str(again)]) == 0
+    redo = json.loads(again.read_text())
+    assert redo["cases"][0]["measured_us"] == case["measured_us"]
+    assert redo["cases"][0]["predicted_us"] > 0 and "repredicted" in redo["method"]
