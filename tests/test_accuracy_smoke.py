@@ -117,6 +117,13 @@ def test_pipeline_end_to_end_on_a_tiny_model(tmp_path: Path,
     assert rep["breakdown"][0]["compute_us"] > 0
     assert set(doc["per_layout"]) == {"ddp"}
     assert doc["single_traces"][0]["rss_before_model_bytes"] > 0
+    # the kept run predicts again with today's models, measurements reused as they are
+    again = tmp_path / "again.json"
+    assert main(["--repredict", str(out), "--keep", str(tmp_path / "work"), "--output",
+                 str(again)]) == 0
+    redo = json.loads(again.read_text())
+    assert redo["cases"][0]["measured_us"] == case["measured_us"]
+    assert redo["cases"][0]["predicted_us"] > 0 and "repredicted" in redo["method"]
 
 
 def test_an_error_inside_the_noise_is_not_claimed() -> None:
@@ -141,10 +148,3 @@ def test_cli_rejects_bad_flags(capsys: pytest.CaptureFixture[str]) -> None:
         with pytest.raises(SystemExit) as e:
             main(argv)
         assert e.value.code == 2 and needle in capsys.readouterr().err
-    # the kept run predicts again with today's models, measurements reused as they are
-    again = tmp_path / "again.json"
-    assert main(["--repredict", str(out), "--keep", str(tmp_path / "work"), "--output",
-                 str(again)]) == 0
-    redo = json.loads(again.read_text())
-    assert redo["cases"][0]["measured_us"] == case["measured_us"]
-    assert redo["cases"][0]["predicted_us"] > 0 and "repredicted" in redo["method"]
