@@ -52,7 +52,8 @@ def render(res: Any) -> str:
     """The text report of a :class:`~echo_sim.sim.simulate.SimResult`."""
     c = res.config
     lines = [
-        f"simulated dp={c.dp} tp={c.tp} pp={c.pp} ({res.world_size} GPUs = {res.nodes} nodes x "
+        f"simulated dp={c.dp} tp={c.tp} pp={c.pp} ({res.world_size} "
+        f"{'processes' if res.cluster == 'cpu-gloo' else 'GPUs'} = {res.nodes} nodes x "
         f"{res.gpus_per_node}, {res.cluster}), {c.schedule}, micro-batch {res.micro_batch}, "
         f"global batch {res.global_batch} ({res.micro_batches} micro-batches)",
         f"iteration time   {res.iteration_time_us / 1e3:.3f} ms",
