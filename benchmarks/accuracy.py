@@ -7,13 +7,23 @@ For every case (a parallel layout × an example model size) and every repetition
 2. profile the gloo collectives at the start of every repetition (``profile-comm --nproc
    2``, 1 KB..16 MB) in busy mode (5 ms of compute on every rank before each timed collective; also measures the compute
    slowdown of ranks sharing the host's cores);
-3. predict with :func:`echo_sim.sim.simulate.simulate` (``--dp/--tp/--pp``, ``cluster cpu-gloo``,
-   1 node × 2, the measured profile) — iteration time and peak memory;
+3. predict with :func:`echo_sim.sim.simulate.simulate` (``--dp/--tp/--pp``, no cluster: the
+   traced hardware, i.e. one CPU gloo host with ``nproc`` ranks; the measured profile with
+   its host calibration; the optimizer implementation the job uses) — iteration time and
+   peak memory;
 4. run the real job under torchrun (2 processes, ``OMP_NUM_THREADS=1`` each, no capture)
    and measure its iteration time: per step the slowest rank's ``job.step_s``, median over
    the steps after ``--warmup``;
 5. compare. Reported per case: medians over repetitions of measured and predicted time,
-   the error of those medians, and every repetition's own error.
+   the error of those medians, every repetition's own error, and the **noise** of the
+   measured job: the larger of the spread between repetitions (half the range of their
+   medians over the median) and the step-to-step spread inside a repetition (half the
+   inter-quartile range of the slowest rank's step times over their median). An error no
+   larger than the noise is reported as "within noise (spread X%)": the benchmark does not
+   claim an accuracy finer than it can measure.
+
+Models: the example GPT / CNN (``examples/train.py``) and a conv + attention network that
+is not in ``examples/`` (``benchmarks/workloads/convattn.py``, size ``convattn``).
 
 Memory: each process (the traced one too) runs through this file's ``--worker`` entry, which
 records RSS after the process group is up but *before the model is built* and the process's
@@ -28,9 +38,14 @@ writes both under ``--keep`` for ``python -m echo_sim compare``.
 
 Usage::
 
-    python benchmarks/accuracy.py [--reps 3] [--layouts ddp,fsdp,tp,pp] [--sizes gpt-s,gpt-m,cnn]
-        [--steps 10] [--warmup 3] [--diagnose] [--keep DIR] [--output FILE]
-        [--comm-profile FILE | --profile-sizes 1KB..16MB] [--nproc 2] [--no-plain-single]
+    python benchmarks/accuracy.py [--reps 3] [--layouts ddp,fsdp,tp,pp]
+        [--sizes gpt-s,gpt-m,cnn,convattn] [--steps 10] [--warmup 3] [--diagnose]
+        [--keep DIR] [--output FILE] [--comm-profile FILE | --profile-sizes 1KB..16MB]
+        [--nproc 2] [--no-plain-single] [--cluster PRESET]
+    python benchmarks/accuracy.py --repredict OLD.json --keep DIR [--output NEW.json]
+
+``--repredict`` runs no job: it predicts every kept repetition again with the current
+models (each from its own trace and comm profile) against the measurements on record.
 
 ``--no-plain-single`` skips the uncaptured 1-process run kept beside each trace to measure
 capture overhead (the traced op times the prediction starts from include it).
@@ -40,6 +55,7 @@ Prints a markdown table and writes ``benchmarks/results/accuracy.json``.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -55,7 +71,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-__all__ = ["CASES", "SIZES", "Case", "main", "run_benchmark", "table"]
+__all__ = ["CASES", "SIZES", "Case", "main", "repredict", "run_benchmark", "table"]
 
 RESULTS = REPO / "benchmarks" / "results" / "accuracy.json"
 SCRIPT = Path(__file__).resolve()
@@ -67,7 +83,10 @@ SIZES: dict[str, tuple[str, ...]] = {
     "cnn": ("--model", "cnn"),
     "tiny": ("--model", "gpt", "--layers", "2", "--hidden", "32", "--seq", "16",
              "--vocab", "64", "--micro-batch", "2"),
+    # not in examples/: benchmarks/workloads/convattn.py
+    "convattn": ("--blocks", "4", "--width", "64", "--heads", "4", "--micro-batch", "8"),
 }
+WORKLOAD_MODULE = {"convattn": "benchmarks.workloads.convattn"}  # others: examples.train
 # Busy-mode comm profile (echo_sim.measure.profile_comm): 5 ms of compute on every rank before each
 # timed collective, as the ranks of a training step arrive from compute; it also measures
 # the compute slowdown of 2 ranks sharing this host's cores.
@@ -94,22 +113,27 @@ CASES: tuple[Case, ...] = (
     Case(layout="fsdp", size="gpt-s"), Case(layout="fsdp", size="gpt-m"),
     Case(layout="tp", size="gpt-s"), Case(layout="tp", size="gpt-m"),
     Case(layout="pp", size="gpt-s"), Case(layout="pp", size="gpt-m"),
+    Case(layout="ddp", size="convattn"), Case(layout="fsdp", size="convattn"),
+    Case(layout="tp", size="convattn"), Case(layout="pp", size="convattn"),
 )
 
 
 # ------------------------------------------------------------------------------ worker
 def _worker(argv: list[str]) -> int:
-    """``--worker OUT_DIR TRAIN_FLAGS...``: run examples/train.py's job, write rank<r>.json."""
+    """``--worker OUT_DIR MODULE TRAIN_FLAGS...``: run MODULE's job (``examples.train`` or a
+    ``benchmarks.workloads`` module: ``parse_flags``/``build_job``/``train``), write
+    rank<r>.json."""
+    import importlib
     import resource
 
     import psutil
     import torch
     import torch.distributed as dist
 
-    from examples.train import build_job, parse_flags, train
-
     out = Path(argv[0])
-    cfg = parse_flags(argv[1:])
+    mod = importlib.import_module(argv[1])
+    build_job, parse_flags, train = mod.build_job, mod.parse_flags, mod.train
+    cfg = parse_flags(argv[2:])
     if "RANK" in os.environ and not dist.is_initialized():
         # the backend train.py's build_job would pick; up before the baseline so that the
         # delta covers model, gradients, optimizer states and activations only
@@ -158,11 +182,13 @@ def _micro_batch(size: str) -> int:
     return 32 if "cnn" in flags else 8
 
 
-def _launch(flags: list[str], out: Path, nproc: int, timeout: float) -> list[dict[str, Any]]:
+def _launch(flags: list[str], out: Path, nproc: int, timeout: float,
+            size: str = "gpt-s") -> list[dict[str, Any]]:
     """Run the job (``nproc`` 1: plain python; else torchrun); per-rank worker records."""
     from tests.harness import run_python, run_torchrun
 
-    args = [str(SCRIPT), "--worker", str(out), *flags]
+    module = WORKLOAD_MODULE.get(size, "examples.train")
+    args = [str(SCRIPT), "--worker", str(out), module, *flags]
     proc = (run_python(args, timeout=timeout) if nproc == 1
             else run_torchrun(args, nproc=nproc, timeout=timeout))
     if proc.returncode != 0:
@@ -172,11 +198,33 @@ def _launch(flags: list[str], out: Path, nproc: int, timeout: float) -> list[dic
     return recs
 
 
+def _slowest_steps(recs: list[dict[str, Any]], warmup: int) -> list[float]:
+    n = min(len(r["step_s"]) for r in recs)
+    return [max(r["step_s"][i] for r in recs) for i in range(warmup, n)]
+
+
 def _iteration_us(recs: list[dict[str, Any]], warmup: int) -> float:
     """Median over steps after ``warmup`` of the slowest rank's step time (µs)."""
-    n = min(len(r["step_s"]) for r in recs)
-    per_step = [max(r["step_s"][i] for r in recs) for i in range(warmup, n)]
-    return statistics.median(per_step) * 1e6
+    return statistics.median(_slowest_steps(recs, warmup)) * 1e6
+
+
+def _step_spread_pct(recs: list[dict[str, Any]], warmup: int) -> float:
+    """Half the inter-quartile range of the slowest rank's step times over their median (%)."""
+    xs = _slowest_steps(recs, warmup)
+    if len(xs) < 2:
+        return 0.0
+    q1, med, q3 = statistics.quantiles(xs, n=4) if len(xs) >= 4 else (min(xs),
+                                                                      statistics.median(xs),
+                                                                      max(xs))
+    return 100.0 * (q3 - q1) / 2 / med if med else 0.0
+
+
+def _rep_spread_pct(values: list[float]) -> float:
+    """Half the range of per-repetition medians over their median (%); 0 for one value."""
+    if len(values) < 2:
+        return 0.0
+    med = statistics.median(values)
+    return 100.0 * (max(values) - min(values)) / 2 / med if med else 0.0
 
 
 def _mem_delta(recs: list[dict[str, Any]]) -> int:
@@ -187,20 +235,24 @@ def _mem_delta(recs: list[dict[str, Any]]) -> int:
 
 
 # ------------------------------------------------------------------------------ predict
-def _sim_config(case: Case, comm_profile: Path) -> Any:
+def _sim_config(case: Case, comm_profile: Path, cluster: str | None = None) -> Any:
     from echo_sim.sim.simulate import SimConfig
 
     n = case.nproc
     mb = _micro_batch(case.size)
-    kw: dict[str, Any] = {"nodes": 1, "gpus_per_node": n, "cluster": "cpu-gloo",
-                          "comm_profile": str(comm_profile)}
+    # no cluster: the simulator predicts for the traced hardware (one CPU gloo host)
+    kw: dict[str, Any] = {"cluster": cluster, "comm_profile": str(comm_profile)}
+    if cluster is not None:
+        kw.update(nodes=1, gpus_per_node=n)
     if case.layout == "ddp":
         return SimConfig(dp=n, **kw)
     if case.layout == "fsdp":
-        return SimConfig(dp=n, fsdp=True, **kw)
+        # the jobs' AdamW runs foreach over FSDP2's DTensor parameters
+        return SimConfig(dp=n, fsdp=True, optimizer_foreach=True, **kw)
     if case.layout == "tp":
-        # train.py's tp plan keeps the embeddings and head replicated
-        return SimConfig(tp=n, vocab_parallel=False, **kw)
+        # the tp plans keep the embeddings and head replicated; AdamW runs per parameter
+        # (foreach takes no mix of DTensor and plain parameters)
+        return SimConfig(tp=n, vocab_parallel=False, optimizer_foreach=False, **kw)
     if case.layout == "pp":
         return SimConfig(pp=n, global_batch=mb * max(PP_MICRO_BATCHES, n), schedule="1f1b",
                          **kw)
@@ -208,11 +260,12 @@ def _sim_config(case: Case, comm_profile: Path) -> Any:
 
 
 def _predict(trace: Any, case: Case, comm_profile: Path, timeline: Path | None,
-             ) -> dict[str, Any]:
+             cluster: str | None = None) -> dict[str, Any]:
     from echo_sim.sim.simulate import simulate
 
     t0 = time.perf_counter()
-    res = simulate(trace, _sim_config(case, comm_profile), keep=timeline is not None)
+    res = simulate(trace, _sim_config(case, comm_profile, cluster),
+                   keep=timeline is not None)
     out: dict[str, Any] = {
         "iteration_time_us": res.iteration_time_us,
         "peak_memory_bytes": res.max_peak_memory_bytes,
@@ -221,6 +274,8 @@ def _predict(trace: Any, case: Case, comm_profile: Path, timeline: Path | None,
                        "bubble_us": round(r.bubble_us, 1), "idle_us": round(r.idle_us, 1),
                        "memory": r.memory} for r in res.ranks],
         "sim_wall_s": round(time.perf_counter() - t0, 3),
+        "hardware": res.hardware.to_dict() if res.hardware else None,
+        "calibration": res.calibration, "models": res.models, "warnings": res.warnings,
     }
     if timeline is not None:
         from echo_sim.trace.export import write_echo_dirs
@@ -246,7 +301,7 @@ def _err_pct(pred: float, meas: float) -> float:
 def run_benchmark(cases: tuple[Case, ...], *, reps: int, steps: int, warmup: int, root: Path,
                   diagnose: bool, profile_sizes: str = "1KB..16MB", profile_iters: int = 7,
                   comm_profile: Path | None = None, plain_single: bool = True,
-                  timeout: float = 300,
+                  timeout: float = 300, cluster: str | None = None,
                   log: Any = sys.stderr) -> dict[str, Any]:
     """Run every case ``reps`` times; return the JSON document (see the module docstring)."""
     from echo_sim.cost.comm_profile import save_comm_profile
@@ -280,7 +335,7 @@ def run_benchmark(cases: tuple[Case, ...], *, reps: int, steps: int, warmup: int
             loads.append(os.getloadavg()[0])
             try:
                 srec = _launch(_train_flags("single", size, steps=steps, capture=base / "trace",
-                                            nproc=1), base / "single", 1, timeout)[0]
+                                            nproc=1), base / "single", 1, timeout, size)[0]
                 trace = load_trace(base / "trace")
             except Exception as e:  # report and go on
                 print(f"rep {rep} {size}: single trace failed: {e}", file=log)
@@ -297,7 +352,8 @@ def run_benchmark(cases: tuple[Case, ...], *, reps: int, steps: int, warmup: int
                 # inflates every predicted op time by this ratio
                 try:
                     prec = _launch(_train_flags("single", size, steps=steps, capture=None,
-                                                nproc=1), base / "single-plain", 1, timeout)
+                                                nproc=1), base / "single-plain", 1, timeout,
+                                    size)
                     single["plain_iteration_us"] = round(_iteration_us(prec, warmup), 1)
                 except Exception as e:  # a diagnostic only
                     single["plain_error"] = f"{type(e).__name__}: {e}"
@@ -306,10 +362,11 @@ def run_benchmark(cases: tuple[Case, ...], *, reps: int, steps: int, warmup: int
                 row: dict[str, Any] = {"rep": rep}
                 dg = diagnose and rep == 0
                 try:
-                    pred = _predict(trace, case, comm, base / f"{case.layout}-sim" if dg else None)
+                    pred = _predict(trace, case, comm, base / f"{case.layout}-sim" if dg else None,
+                                    cluster)
                     recs = _launch(_train_flags(case.layout, size, steps=steps, capture=None,
                                                 nproc=case.nproc),
-                                   base / f"{case.layout}-real", case.nproc, timeout)
+                                   base / f"{case.layout}-real", case.nproc, timeout, size)
                 except Exception as e:  # one failing case must not hide the others
                     row["error"] = f"{type(e).__name__}: {e}"
                     raw[case.name].append(row)
@@ -319,6 +376,8 @@ def run_benchmark(cases: tuple[Case, ...], *, reps: int, steps: int, warmup: int
                 pred_delta = pred["peak_memory_bytes"] - srec["rss_before_model_bytes"]
                 row.update(
                     measured_us=round(meas, 1), predicted_us=round(pred["iteration_time_us"], 1),
+                    step_spread_pct=round(_step_spread_pct(recs, warmup), 2),
+                    calibration=pred["calibration"], hardware=pred["hardware"],
                     error_pct=round(_err_pct(pred["iteration_time_us"], meas), 2),
                     measured_mem_delta_bytes=_mem_delta(recs),
                     predicted_mem_delta_bytes=int(pred_delta),
@@ -333,7 +392,7 @@ def run_benchmark(cases: tuple[Case, ...], *, reps: int, steps: int, warmup: int
                     try:
                         _launch(_train_flags(case.layout, size, steps=steps, capture=cap,
                                              nproc=case.nproc),
-                                base / f"{case.layout}-real-cap", case.nproc, timeout)
+                                base / f"{case.layout}-real-cap", case.nproc, timeout, size)
                         row["diagnosis"] = {"traced_single": traced,
                                             "real_captured": _collect_figures(cap),
                                             "simulated": _collect_figures(
@@ -344,12 +403,55 @@ def run_benchmark(cases: tuple[Case, ...], *, reps: int, steps: int, warmup: int
                 print(f"rep {rep} {case.name}: measured {meas / 1e3:.2f} ms, predicted "
                       f"{pred['iteration_time_us'] / 1e3:.2f} ms ({row['error_pct']:+.1f}%), "
                       f"memory {row['mem_error_pct']:+.1f}%", file=log)
-    return _summarise(cases, raw, singles, loads, steps=steps, warmup=warmup, reps=reps)
+    return _summarise(cases, raw, singles, loads, steps=steps, warmup=warmup, reps=reps,
+                      cluster=cluster)
+
+
+def repredict(doc: dict[str, Any], root: Path, cluster: str | None = None) -> dict[str, Any]:
+    """Predict again every measured repetition of ``doc`` (a result document whose run kept
+    its files under ``root``, ``--keep``) from its kept trace and comm profile, with the
+    current models; measurements are reused as they are. Returns a new document."""
+    from echo_sim.load import load_trace
+
+    cases = tuple(Case(layout=r["layout"], size=r["model"], nproc=r["nproc"])
+                  for r in doc["cases"])
+    raw: dict[str, list[dict[str, Any]]] = {c.name: [] for c in cases}
+    traces: dict[tuple[int, str], Any] = {}
+    for case, row in zip(cases, doc["cases"], strict=True):
+        for rec in row["reps"]:
+            if "measured_us" not in rec:
+                raw[case.name].append(rec)
+                continue
+            r = int(rec["rep"])
+            key = (r, case.size)
+            if key not in traces:
+                traces[key] = load_trace(root / f"rep{r}" / case.size / "trace")
+            pred = _predict(traces[key], case, root / f"rep{r}" / "comm.json", None, cluster)
+            single: dict[str, Any] = next((s for s in doc["single_traces"] if s["rep"] == r and
+                           s["size"] == case.size), {})
+            new = dict(rec, predicted_us=round(pred["iteration_time_us"], 1),
+                       error_pct=round(_err_pct(pred["iteration_time_us"],
+                                                rec["measured_us"]), 2),
+                       breakdown=pred["breakdown"], calibration=pred["calibration"],
+                       predicted_peak_bytes=int(pred["peak_memory_bytes"]))
+            if "rss_before_model_bytes" in single:
+                new["predicted_mem_delta_bytes"] = int(pred["peak_memory_bytes"]
+                                                       - single["rss_before_model_bytes"])
+                new["mem_error_pct"] = round(_err_pct(new["predicted_mem_delta_bytes"],
+                                                      new["measured_mem_delta_bytes"]), 2)
+            raw[case.name].append(new)
+    m = doc["method"]
+    out = _summarise(cases, raw, doc["single_traces"], doc["machine"]["load_avg_1min_at_runs"],
+                     steps=m["steps"], warmup=m["warmup_steps"], reps=m["reps"], cluster=cluster)
+    out["machine"] = doc["machine"]
+    out["date"] = doc["date"]
+    out["method"]["repredicted"] = time.strftime("%Y-%m-%dT%H:%M:%S")
+    return out
 
 
 def _summarise(cases: tuple[Case, ...], raw: dict[str, list[dict[str, Any]]],
                singles: list[dict[str, Any]], loads: list[float], *, steps: int, warmup: int,
-               reps: int) -> dict[str, Any]:
+               reps: int, cluster: str | None = None) -> dict[str, Any]:
     rows = []
     for c in cases:
         ok = [r for r in raw[c.name] if "error_pct" in r]
@@ -360,8 +462,12 @@ def _summarise(cases: tuple[Case, ...], raw: dict[str, list[dict[str, Any]]],
             p = statistics.median(r["predicted_us"] for r in ok)
             mm = statistics.median(r["measured_mem_delta_bytes"] for r in ok)
             pm = statistics.median(r["predicted_mem_delta_bytes"] for r in ok)
+            noise = max(_rep_spread_pct([r["measured_us"] for r in ok]),
+                        statistics.median(r.get("step_spread_pct", 0.0) for r in ok))
+            err = _err_pct(p, m)
             row.update(measured_us=round(m, 1), predicted_us=round(p, 1),
-                       error_pct=round(_err_pct(p, m), 2),
+                       error_pct=round(err, 2), noise_pct=round(noise, 2),
+                       within_noise=abs(err) <= noise,
                        rep_errors_pct=[r["error_pct"] for r in ok],
                        measured_mem_delta_bytes=int(mm), predicted_mem_delta_bytes=int(pm),
                        mem_error_pct=round(_err_pct(pm, mm), 2))
@@ -373,8 +479,10 @@ def _summarise(cases: tuple[Case, ...], raw: dict[str, list[dict[str, Any]]],
         errs = [abs(r["error_pct"]) for r in rows if r["layout"] == lay and "error_pct" in r]
         merrs = [abs(r["mem_error_pct"]) for r in rows if r["layout"] == lay and
                  "mem_error_pct" in r]
+        noises = [r["noise_pct"] for r in rows if r["layout"] == lay and "noise_pct" in r]
         per_layout[lay] = {
             "median_abs_error_pct": round(statistics.median(errs), 2) if errs else None,
+            "median_noise_pct": round(statistics.median(noises), 2) if noises else None,
             "median_abs_mem_error_pct": round(statistics.median(merrs), 2) if merrs else None,
         }
     return {
@@ -386,7 +494,8 @@ def _summarise(cases: tuple[Case, ...], raw: dict[str, list[dict[str, Any]]],
                     "load_avg_1min_at_runs": [round(x, 2) for x in loads],
                     "device": "cpu (gloo), OMP_NUM_THREADS=1 per process"},
         "method": {"reps": reps, "steps": steps, "warmup_steps": warmup,
-                   "cluster_preset": "cpu-gloo", "pp_micro_batches": PP_MICRO_BATCHES,
+                   "cluster_preset": cluster or "none (the traced hardware)",
+                   "pp_micro_batches": PP_MICRO_BATCHES,
                    "memory": "CPU RSS delta: peak RSS (ru_maxrss) minus RSS before the model "
                              "was built, max over ranks"},
         "single_traces": singles,
@@ -408,28 +517,36 @@ def _mib(n: float) -> str:
     return f"{n / 2**20:.1f}"
 
 
+def _verdict(r: dict[str, Any]) -> str:
+    """The error as a claim: "+4.2" or "within noise (spread 9.0%)"."""
+    if r.get("within_noise"):
+        return f"within noise (spread {r['noise_pct']:.1f}%)"
+    return f"{r['error_pct']:+.1f}"
+
+
 def table(doc: dict[str, Any]) -> str:
     """The markdown table of a result document."""
-    lines = ["| layout | model | procs | measured ms | predicted ms | error % | per-rep error % "
-             "| mem measured MiB | mem predicted MiB | mem error % |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| layout | model | procs | measured ms | predicted ms | error % | noise % "
+             "| per-rep error % | mem measured MiB | mem predicted MiB | mem error % |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in doc["cases"]:
         if "error_pct" not in r:
             lines.append(f"| {r['layout']} | {r['model']} | {r['nproc']} | failed: "
-                         f"{r['error'][:90]} | | | | | | |")
+                         f"{r['error'][:90]} | | | | | | | |")
             continue
         reps = ", ".join(f"{e:+.1f}" for e in r["rep_errors_pct"])
         lines.append(
             f"| {r['layout']} | {r['model']} | {r['nproc']} | {r['measured_us'] / 1e3:.2f} | "
-            f"{r['predicted_us'] / 1e3:.2f} | {r['error_pct']:+.1f} | {reps} | "
-            f"{_mib(r['measured_mem_delta_bytes'])} | {_mib(r['predicted_mem_delta_bytes'])} | "
-            f"{r['mem_error_pct']:+.1f} |")
-    lines += ["", "| layout | median \\|time error\\| % | median \\|memory error\\| % |",
-              "|---|---|---|"]
+            f"{r['predicted_us'] / 1e3:.2f} | {_verdict(r)} | {r.get('noise_pct', 0.0):.1f} | "
+            f"{reps} | {_mib(r['measured_mem_delta_bytes'])} | "
+            f"{_mib(r['predicted_mem_delta_bytes'])} | {r['mem_error_pct']:+.1f} |")
+    lines += ["", "| layout | median \\|time error\\| % | median noise % | median \\|memory "
+              "error\\| % |", "|---|---|---|---|"]
     for lay, v in doc["per_layout"].items():
-        t, m = v["median_abs_error_pct"], v["median_abs_mem_error_pct"]
+        t, m, n = v["median_abs_error_pct"], v["median_abs_mem_error_pct"], v.get(
+            "median_noise_pct")
         lines.append(f"| {lay} | {'-' if t is None else f'{t:.1f}'} | "
-                     f"{'-' if m is None else f'{m:.1f}'} |")
+                     f"{'-' if n is None else f'{n:.1f}'} | {'-' if m is None else f'{m:.1f}'} |")
     loads = doc["machine"]["load_avg_1min_at_runs"]
     if loads:
         lines.append(f"\nmachine: {doc['machine']['cpu_count']} cores, 1-min load average "
@@ -437,45 +554,77 @@ def table(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _flag(argv: list[str], name: str, default: str) -> str:
-    if name in argv:
-        i = argv.index(name)
-        if i + 1 >= len(argv):
-            raise SystemExit(f"{name} needs a value")
-        return argv[i + 1]
-    return default
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="accuracy.py", description=__doc__.split("\n\n")[0],
+                                epilog="Prints a markdown table; writes JSON to --output.")
+    p.add_argument("--reps", type=int, default=3, help="repetitions (default 3)")
+    p.add_argument("--layouts", default="ddp,fsdp,tp,pp", help="comma list of ddp,fsdp,tp,pp")
+    p.add_argument("--sizes", default="gpt-s,gpt-m,cnn,convattn",
+                   help=f"comma list of model sizes: {', '.join(SIZES)}")
+    p.add_argument("--steps", type=int, default=10, help="steps per run (default 10)")
+    p.add_argument("--warmup", type=int, default=3, help="steps left out (default 3)")
+    p.add_argument("--nproc", type=int, default=2, help="processes per real job (default 2)")
+    p.add_argument("--diagnose", action="store_true",
+                   help="first repetition: also capture each real job and compare")
+    p.add_argument("--keep", default="", metavar="DIR", help="keep traces and runs under DIR")
+    p.add_argument("--output", default=str(RESULTS), metavar="FILE",
+                   help=f"result JSON (default {RESULTS.relative_to(REPO)})")
+    p.add_argument("--comm-profile", default="", metavar="FILE",
+                   help="use this profile instead of measuring one per repetition")
+    p.add_argument("--profile-sizes", default="1KB..16MB",
+                   help="message sizes of the per-repetition profile (default 1KB..16MB)")
+    p.add_argument("--no-plain-single", action="store_true",
+                   help="skip the uncaptured 1-process run (capture overhead)")
+    p.add_argument("--cluster", default=None,
+                   help="re-time to this cluster preset (default: none, the traced hardware)")
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds per job (default 300)")
+    p.add_argument("--repredict", default="", metavar="RESULT_JSON",
+                   help="run no job: predict again the repetitions of RESULT_JSON from the "
+                        "traces and profiles its run kept under --keep, with today's models")
+    return p
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["--worker"]:
         return _worker(argv[1:])
-    if "-h" in argv or "--help" in argv:
-        print(__doc__)
-        return 0
-    layouts = _flag(argv, "--layouts", "ddp,fsdp,tp,pp").split(",")
-    sizes = _flag(argv, "--sizes", "gpt-s,gpt-m,cnn").split(",")
+    p = _parser()
+    a = p.parse_args(argv)
+    layouts = [x for x in a.layouts.split(",") if x]
+    sizes = [x for x in a.sizes.split(",") if x]
     bad = [s for s in sizes if s not in SIZES]
     if bad:
-        raise SystemExit(f"--sizes {','.join(bad)}: choose from {', '.join(SIZES)}")
-    nproc = int(_flag(argv, "--nproc", "2"))
-    cases = tuple(Case(layout=c.layout, size=c.size, nproc=nproc) for c in CASES
+        p.error(f"--sizes {','.join(bad)}: choose from {', '.join(SIZES)}")
+    bad = [x for x in layouts if x not in ("ddp", "fsdp", "tp", "pp")]
+    if bad:
+        p.error(f"--layouts {','.join(bad)}: choose from ddp, fsdp, tp, pp")
+    for name in ("reps", "steps", "nproc"):
+        if getattr(a, name) < 1:
+            p.error(f"--{name} must be >= 1")
+    if not 0 <= a.warmup < a.steps:
+        p.error(f"--warmup {a.warmup} must be in 0..--steps - 1")
+    cases = tuple(Case(layout=c.layout, size=c.size, nproc=a.nproc) for c in CASES
                   if c.layout in layouts and c.size in sizes)
     if "tiny" in sizes:
-        cases += tuple(Case(layout=lay, size="tiny", nproc=nproc) for lay in layouts)
-    output = Path(_flag(argv, "--output", str(RESULTS)))
-    keep = _flag(argv, "--keep", "")
-    profile = _flag(argv, "--comm-profile", "")
+        cases += tuple(Case(layout=lay, size="tiny", nproc=a.nproc) for lay in layouts)
+    output = Path(a.output)
+    if a.repredict:
+        if not a.keep:
+            p.error("--repredict needs --keep DIR: where that run kept its files")
+        doc = repredict(json.loads(Path(a.repredict).read_text()), Path(a.keep), a.cluster)
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(json.dumps(doc, indent=1) + "\n")
+        print(table(doc))
+        print(f"\nwrote {output}")
+        return 0
     os.environ["OMP_NUM_THREADS"] = "1"  # the profiling processes inherit it
     with tempfile.TemporaryDirectory() as tmp:
-        root = Path(keep) if keep else Path(tmp)
-        doc = run_benchmark(cases, reps=int(_flag(argv, "--reps", "3")),
-                            steps=int(_flag(argv, "--steps", "10")),
-                            warmup=int(_flag(argv, "--warmup", "3")), root=root,
-                            diagnose="--diagnose" in argv,
-                            profile_sizes=_flag(argv, "--profile-sizes", "1KB..16MB"),
-                            comm_profile=Path(profile) if profile else None,
-                            plain_single="--no-plain-single" not in argv)
+        root = Path(a.keep) if a.keep else Path(tmp)
+        doc = run_benchmark(cases, reps=a.reps, steps=a.steps, warmup=a.warmup, root=root,
+                            diagnose=a.diagnose, profile_sizes=a.profile_sizes,
+                            comm_profile=Path(a.comm_profile) if a.comm_profile else None,
+                            plain_single=not a.no_plain_single, timeout=a.timeout,
+                            cluster=a.cluster)
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(doc, indent=1) + "\n")
     print(table(doc))

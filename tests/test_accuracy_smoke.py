@@ -19,6 +19,7 @@ from benchmarks.accuracy import (
     _iteration_us,
     _mem_delta,
     _sim_config,
+    _step_spread_pct,
     _summarise,
     _train_flags,
     main,
@@ -52,12 +53,19 @@ def test_flags_and_configs_match_the_real_job() -> None:
     assert cap[cap.index("--trace-end") + 1] == "9" and "--capture" in cap
     p = Path("comm.json")
     tp = _sim_config(Case(layout="tp", size="gpt-s"), p)
-    assert (tp.tp, tp.dp, tp.vocab_parallel, tp.cluster) == (2, 1, False, "cpu-gloo")
+    # no cluster: the simulator predicts for the traced hardware; tp's AdamW runs per parameter
+    assert (tp.tp, tp.dp, tp.vocab_parallel, tp.cluster, tp.optimizer_foreach) == \
+        (2, 1, False, None, False)
     fsdp = _sim_config(Case(layout="fsdp", size="gpt-m"), p)
-    assert (fsdp.dp, fsdp.fsdp, fsdp.gpus_per_node) == (2, True, 2)
+    assert (fsdp.dp, fsdp.fsdp, fsdp.gpus_per_node, fsdp.optimizer_foreach) == \
+        (2, True, None, True)
+    asked = _sim_config(Case(layout="ddp", size="convattn"), p, "cpu-gloo")
+    assert (asked.cluster, asked.gpus_per_node, asked.nodes) == ("cpu-gloo", 2, 1)
     pp = _sim_config(Case(layout="pp", size="cnn"), p)
     assert (pp.pp, pp.global_batch, pp.schedule) == (2, 128, "1f1b")
-    assert set(SIZES) >= {"gpt-s", "gpt-m", "cnn", "tiny"}
+    assert set(SIZES) >= {"gpt-s", "gpt-m", "cnn", "tiny", "convattn"}
+    ca = _train_flags("pp", "convattn", steps=6, capture=None, nproc=2)
+    assert ca[ca.index("--global-batch") + 1] == "32"  # micro-batch 8 x 4 micro-batches
 
 
 def test_summary_medians_and_table() -> None:
@@ -70,12 +78,15 @@ def test_summary_medians_and_table() -> None:
     ddp, tp = doc["cases"]
     assert (ddp["measured_us"], ddp["predicted_us"]) == (110.0, 99.0)
     assert ddp["error_pct"] == -10.0 and ddp["mem_error_pct"] == 10.0
+    # repetitions measured 100, 120, 110: half their range over the median = 9.09 %
+    assert ddp["noise_pct"] == pytest.approx(9.09, abs=0.01) and not ddp["within_noise"]
     assert doc["per_layout"]["ddp"] == {"median_abs_error_pct": 10.0,
+                                        "median_noise_pct": 9.09,
                                         "median_abs_mem_error_pct": 10.0}
     assert tp["error"] == "boom" and doc["per_layout"]["tp"]["median_abs_error_pct"] is None
     text = table(doc)
-    assert "| ddp | tiny | 2 | 0.11 | 0.10 | -10.0 | -10.0, +8.3, -10.0 | 100.0 | 110.0 | +10.0 |" \
-        in text
+    assert "| ddp | tiny | 2 | 0.11 | 0.10 | -10.0 | 9.1 | -10.0, +8.3, -10.0 | 100.0 | 110.0 " \
+        "| +10.0 |" in text
     assert "| tp | tiny | 2 | failed: boom" in text
 
 
@@ -106,3 +117,34 @@ def test_pipeline_end_to_end_on_a_tiny_model(tmp_path: Path,
     assert rep["breakdown"][0]["compute_us"] > 0
     assert set(doc["per_layout"]) == {"ddp"}
     assert doc["single_traces"][0]["rss_before_model_bytes"] > 0
+    # the kept run predicts again with today's models, measurements reused as they are
+    again = tmp_path / "again.json"
+    assert main(["--repredict", str(out), "--keep", str(tmp_path / "work"), "--output",
+                 str(again)]) == 0
+    redo = json.loads(again.read_text())
+    assert redo["cases"][0]["measured_us"] == case["measured_us"]
+    assert redo["cases"][0]["predicted_us"] > 0 and "repredicted" in redo["method"]
+
+
+def test_an_error_inside_the_noise_is_not_claimed() -> None:
+    # the job's steps scatter by +-20 %: a 5 % error cannot be told from noise
+    recs = [{"step_s": [1.0, 0.08, 0.12, 0.10, 0.08, 0.12, 0.10, 0.11, 0.09]}]
+    spread = _step_spread_pct(recs, 1)
+    assert 10.0 < spread < 25.0
+    reps = [{"rep": 0, "measured_us": 100.0, "predicted_us": 105.0, "error_pct": 5.0,
+             "step_spread_pct": spread, "measured_mem_delta_bytes": 1,
+             "predicted_mem_delta_bytes": 1}]
+    doc = _summarise((Case(layout="pp", size="tiny"),), {"pp/tiny": reps}, [], [],
+                     steps=9, warmup=1, reps=1)
+    (row,) = doc["cases"]
+    assert row["within_noise"] and row["noise_pct"] == pytest.approx(spread, abs=0.01)
+    assert f"within noise (spread {row['noise_pct']:.1f}%)" in table(doc)
+
+
+def test_cli_rejects_bad_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    for argv, needle in ((["--sizes", "huge"], "--sizes huge"),
+                         (["--layouts", "zero"], "--layouts zero"),
+                         (["--warmup", "10", "--steps", "5"], "--warmup 10")):
+        with pytest.raises(SystemExit) as e:
+            main(argv)
+        assert e.value.code == 2 and needle in capsys.readouterr().err

@@ -74,7 +74,7 @@ def test_real_two_process_profile(tmp_path: Path) -> None:
     out = tmp_path / "comm.json"
     opts = _opts("--nproc", "2", "--output", str(out), "--sizes", "4KB..1MBx16",
                  "--iters", "5", "--warmup", "2", "--backend", "gloo", "--no-progress",
-                 "--timeout", "120")
+                 "--timeout", "120", "--no-host-overheads")
     result = COMMAND.run(opts)
     assert result.data["output"] == str(out) and "all_reduce" in result.text
     prof = load_comm_profile(out)
@@ -114,7 +114,8 @@ def test_sub_groups(tmp_path: Path) -> None:
     out = tmp_path / "comm3.json"
     COMMAND.run(_opts("--nproc", "3", "--group-sizes", "2", "--ops", "all_reduce,all_gather,send",
                       "--output", str(out), "--sizes", "12KB,96KB", "--iters", "3",
-                      "--backend", "gloo", "--no-progress", "--timeout", "120"))
+                      "--backend", "gloo", "--no-progress", "--timeout", "120",
+                      "--no-host-overheads"))
     prof = load_comm_profile(out)
     assert prof.ops == [("all_gather", 2), ("all_gather", 3), ("all_reduce", 2),
                         ("all_reduce", 3), ("send", 2)]
@@ -143,10 +144,37 @@ def test_busy_mode_records_compute_contention() -> None:
     """Busy mode: fixed compute before each timed run; compute rows alone vs all ranks."""
     prof = measure_comm_profile(ProfileSpec(nproc=2, sizes_bytes=(4096, 65536), iters=3,
                                             warmup=1, ops=("all_reduce",), backend="gloo",
-                                            progress=False, busy_us=2000.0, timeout_s=120))
+                                            progress=False, busy_us=2000.0, timeout_s=120,
+                                            host_overheads=False))
     assert sorted(prof.samples) == [("all_reduce", 2), ("compute", 2), ("compute_alone", 2)]
     (reps_a, alone), = prof.samples[("compute_alone", 2)]
     (reps_b, together), = prof.samples[("compute", 2)]
     assert reps_a == reps_b >= 1 and alone > 0 and together > 0
     assert [s for s, _ in prof.samples[("all_reduce", 2)]] == [4096, 65536]
     assert COMPUTE_OPS == ("compute_alone", "compute")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(150)
+def test_gloo_profile_carries_host_calibration() -> None:
+    """gloo on CPU: the host microbenchmarks run in the same processes, raw samples kept."""
+    from echo_sim.cost.cpu_overheads import contention, dtensor_dispatch, fsdp_unit, skew
+    from echo_sim.measure.host_overheads import FSDP_UNITS, OPTIM_PARAMS
+
+    prof = measure_comm_profile(ProfileSpec(nproc=2, sizes_bytes=(4096,), iters=2, warmup=1,
+                                            ops=("all_reduce",), backend="gloo",
+                                            progress=False, timeout_s=140))
+    cal = prof.calibration
+    assert prof.cpu_count >= 1 and prof.threads_per_rank >= 1 and prof.load_avg >= 0
+    assert len(cal["contention_alone_us"]) == 7 and len(cal["contention_busy_us"]) == 14
+    for key in ("dtensor_fw_us", "plain_fw_us", "optim_dtensor_loop_us", "copy_bytes_per_us"):
+        assert len(cal[key]) == 30 and min(cal[key]) > 0, key  # 15 per rank
+    assert cal["fsdp_params"] == [2.0, 6.0] and len(cal["fsdp_fw_us"]) == 4
+    assert len(cal["sync_us"]) == len(cal["sync_work_us"]) == 42  # 7 rounds x 3 x 2 ranks
+    assert OPTIM_PARAMS >= 1 and FSDP_UNITS >= 1
+    assert contention(prof, 2) is not None and dtensor_dispatch(prof) is not None
+    assert fsdp_unit(prof) is not None and skew(prof) is not None
+    off = measure_comm_profile(ProfileSpec(nproc=2, sizes_bytes=(4096,), iters=1, warmup=0,
+                                           ops=("all_reduce",), backend="gloo", progress=False,
+                                           host_overheads=False, timeout_s=60))
+    assert off.calibration == {}

@@ -33,7 +33,7 @@ def run(opts: Any) -> Result:
     spec = ProfileSpec(nproc=opts.nproc, group_sizes=groups, sizes_bytes=parse_sizes(opts.sizes),
                        iters=opts.iters, warmup=opts.warmup, backend=opts.backend, ops=ops,
                        timeout_s=opts.timeout, progress=not opts.no_progress,
-                       busy_us=opts.busy_us)
+                       busy_us=opts.busy_us, host_overheads=not opts.no_host_overheads)
     profile = measure_comm_profile(spec)
     with flag_errors("--output", out):
         path = save_comm_profile(profile, out, overwrite=opts.force)
@@ -82,6 +82,9 @@ COMMAND = Command(
                  "collective every rank computes for about this many microseconds, as in "
                  "training, so the times include peer skew and core contention; also records "
                  "the compute slowdown of ranks running at once (default 0: idle mode)"),
+        arg("--no-host-overheads", action="store_true",
+            help="gloo on CPU: skip the host microbenchmarks (compute contention, DTensor "
+                 "dispatch, DTensor optimizer, FSDP2 hooks) that simulate calibrates from"),
         arg("--force", action="store_true", help="replace an existing --output file"),
         arg("--no-progress", action="store_true", help="no progress bar on stderr"),
     ),

@@ -19,7 +19,8 @@ MAX_MICRO_BATCHES = 65536  # per iteration: each is a task chain in the schedule
 MAX_MEMORY_BYTES = 2**60
 
 DESCRIPTION = """\
-Predict one training iteration of the traced model on DP x TP x PP GPUs of a cluster, from
+Predict one training iteration of the traced model on DP x TP x PP GPUs of a cluster
+(default: the hardware the trace was taken on, said in the output), from
 a one-rank (or few-rank) trace: iteration time, throughput, a per-rank breakdown (compute,
 exposed communication, pipeline bubble, idle) and peak memory per rank, with an
 out-of-memory verdict against --memory-limit (default: the GPU's memory).
@@ -33,6 +34,15 @@ pipeline stages (--schedule gpipe|1f1b|interleaved) and synchronised by DDP buck
 --comm-profile measured where it covers the group, else the cluster preset's alpha-beta
 model. One rank per pipeline stage is simulated (data- and tensor-parallel peers are
 identical); --mode full simulates every rank.
+
+Without --cluster/--gpu the prediction is for the hardware the trace was taken on (a CPU
+trace: one gloo host holding every rank); naming one re-times the traced op times to it.
+The output says which, and which micro-batch it assumed and from where. On a CPU host, a
+--comm-profile measured by profile-comm also calibrates (medians / fastest of several
+samples, printed under "models"): the compute slowdown of ranks sharing cores (only when
+they oversubscribe the free cores), DTensor dispatch per tensor-parallel Linear, the
+optimizer's cost per DTensor parameter (--optimizer), FSDP2's per-unit hooks and copies,
+and the wait at each synchronisation as a function of the compute before it.
 
 --output DIR writes the simulated timeline as per-rank echo traces (one directory per
 simulated rank, at most 64) that statistic / critical / combine read.
@@ -50,8 +60,9 @@ def render(res: Any) -> str:
     """The text report of a :class:`~echo_sim.sim.simulate.SimResult`."""
     c = res.config
     lines = [
-        f"simulated dp={c.dp} tp={c.tp} pp={c.pp} ({res.world_size} GPUs = {res.nodes} nodes x "
-        f"{res.gpus_per_node}, {c.cluster}), {c.schedule}, micro-batch {res.micro_batch}, "
+        f"simulated dp={c.dp} tp={c.tp} pp={c.pp} ({res.world_size} "
+        f"{'processes' if res.cluster == 'cpu-gloo' else 'GPUs'} = {res.nodes} nodes x "
+        f"{res.gpus_per_node}, {res.cluster}), {c.schedule}, micro-batch {res.micro_batch}, "
         f"global batch {res.global_batch} ({res.micro_batches} micro-batches)",
         f"iteration time   {res.iteration_time_us / 1e3:.3f} ms",
         f"throughput       {res.samples_per_s:.2f} samples/s"
@@ -71,6 +82,7 @@ def render(res: Any) -> str:
     lines += ["", f"peak memory      {_fmt_bytes(res.max_peak_memory_bytes)} of "
                   f"{_fmt_bytes(res.memory_limit_bytes)} limit: {verdict}", "", "models:"]
     lines += [f"  {m}" for m in res.models]
+    lines += [f"warning: {w}" for w in res.warnings]
     return "\n".join(lines)
 
 
@@ -103,6 +115,7 @@ def run(opts: Any) -> Result:
         global_batch=opts.global_batch, schedule=opts.schedule,
         virtual_stages=opts.virtual_stages, nodes=opts.nodes, gpus_per_node=opts.gpus_per_node,
         cluster=opts.cluster, gpu=opts.gpu, fsdp=opts.fsdp, recompute=opts.recompute,
+        optimizer_foreach=None if opts.optimizer is None else opts.optimizer == "foreach",
         comm_profile=opts.comm_profile,
         memory_limit_bytes=memory_limit,
         compute_factor=opts.compute_factor, data_parallel=opts.data_parallel,
@@ -169,10 +182,15 @@ COMMAND = Command(
         arg("--nodes", type=int_in(1, MAX_GPUS), default=None, help="nodes (default: enough for dp x tp x pp)"),
         arg("--gpus-per-node", type=int_in(1, 1024), default=None,
             help="GPUs per node (default: the cluster preset's, at most dp x tp x pp)"),
-        arg("--cluster", default="dgx-h100",
+        arg("--cluster", default=None,
             help="cluster preset: dgx-a100, dgx-h100, dgx-h200, dgx2-v100, cpu-gloo "
-                 "(default dgx-h100)"),
-        arg("--gpu", default=None, help="target GPU preset (default: the cluster's)"),
+                 "(default: the hardware the trace was taken on; naming another re-times "
+                 "the traced op times to it)"),
+        arg("--gpu", default=None,
+            help="target GPU preset (default: the cluster's, else the traced one)"),
+        arg("--optimizer", choices=["foreach", "loop"], default=None,
+            help="optimizer implementation of the predicted job, for DTensor parameter "
+                 "costs (default: torch's: foreach on GPUs, per-parameter loop on CPU)"),
         arg("--fsdp", action="store_true", help="FSDP / ZeRO-3 instead of DDP"),
         arg("--recompute", action="store_true", help="full activation recomputation"),
         arg("--comm-profile", metavar="FILE", default=None,

@@ -8,7 +8,14 @@
      "created": "2025-01-01T00:00:00+00:00",
      "ops": [{"op": "all_reduce", "group_size": 2,
               "sizes_bytes": [1024, ...], "times_us": [35.1, ...],
-              "alpha_us": 30.2, "beta_us_per_byte": 0.0004}, ...]}
+              "alpha_us": 30.2, "beta_us_per_byte": 0.0004}, ...],
+     "cpu_count": 2, "threads_per_rank": 1, "load_avg": 0.3,
+     "calibration": {"contention_alone_us": [5012.3, ...], ...}}
+
+``cpu_count`` / ``threads_per_rank`` / ``load_avg`` (1-minute load average before the
+measurement) describe the host the profile was measured on (0: unknown); ``calibration`` holds raw samples of the host microbenchmarks
+(:mod:`echo_sim.measure.host_overheads`) that :mod:`echo_sim.cost.cpu_overheads` reads.
+Both are optional (older profiles have neither).
 
 Sizes follow the nccl-tests convention (whole buffer; docs/trace-format.md); ``send`` is a
 one-way point-to-point message (half a ping-pong). Times are medians over ``iters`` runs of
@@ -100,6 +107,10 @@ class CommProfile:
     iters: int = 0
     created: str = ""
     source: str = ""
+    cpu_count: int = 0
+    threads_per_rank: int = 0
+    load_avg: float = 0.0
+    calibration: dict[str, list[float]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for key, pts in self.samples.items():
@@ -141,7 +152,9 @@ class CommProfile:
             "format": PROFILE_FORMAT, "backend": self.backend, "device": self.device,
             "device_name": self.device_name, "host": self.host, "world_size": self.world_size,
             "nodes": self.nodes, "torch_version": self.torch_version, "iters": self.iters,
-            "created": self.created,
+            "created": self.created, "cpu_count": self.cpu_count,
+            "threads_per_rank": self.threads_per_rank, "load_avg": self.load_avg,
+            "calibration": {k: [round(x, 3) for x in v] for k, v in self.calibration.items()},
             "ops": [
                 {"op": op, "group_size": n,
                  "sizes_bytes": [s for s, _ in self.samples[(op, n)]],
@@ -207,6 +220,12 @@ def load_comm_profile(path: str | os.PathLike[str]) -> CommProfile:
             fits[(op, n)] = (float(a), float(b))
     if not samples:
         raise ProfileError(f"{p}: no measurements in 'ops'")
+    calibration = raw.get("calibration") or {}
+    if not isinstance(calibration, dict) or not all(
+            isinstance(v, list) and all(isinstance(x, (int, float)) and not isinstance(x, bool)
+                                        and math.isfinite(x) for x in v)
+            for v in calibration.values()):
+        raise ProfileError(f"{p}: 'calibration' must map names to lists of numbers")
     return CommProfile(
         backend=str(raw.get("backend", "")), device=str(raw.get("device", "")),
         host=str(raw.get("host", "")), world_size=int(raw.get("world_size", 0) or 0),
@@ -214,7 +233,25 @@ def load_comm_profile(path: str | os.PathLike[str]) -> CommProfile:
         device_name=str(raw.get("device_name", "")),
         torch_version=str(raw.get("torch_version", "")), iters=int(raw.get("iters", 0) or 0),
         created=str(raw.get("created", "")), source=str(p),
+        cpu_count=_count(raw, "cpu_count", where), threads_per_rank=_count(
+            raw, "threads_per_rank", where),
+        load_avg=_load(raw, where),
+        calibration={str(k): [float(x) for x in v] for k, v in calibration.items()},
     )
+
+
+def _load(raw: dict[str, Any], where: str) -> float:
+    v = raw.get("load_avg", 0.0)
+    if not isinstance(v, (int, float)) or isinstance(v, bool) or not (v >= 0 and math.isfinite(v)):
+        raise ProfileError(f"{where}: 'load_avg' must be a non-negative number, got {v!r}")
+    return float(v)
+
+
+def _count(raw: dict[str, Any], key: str, where: str) -> int:
+    v = raw.get(key, 0)
+    if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+        raise ProfileError(f"{where}: {key!r} must be a non-negative integer, got {v!r}")
+    return v
 
 
 def save_comm_profile(profile: CommProfile, path: str | os.PathLike[str], *,

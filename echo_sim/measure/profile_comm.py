@@ -40,7 +40,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -65,6 +65,7 @@ PROFILE_OPS: tuple[str, ...] = (
 COMPUTE_OPS: tuple[str, str] = ("compute_alone", "compute")
 """Busy-mode rows: (fixed compute work alone, the same work on all ranks at once)."""
 
+_CONTENTION_WORK_US = 5000.0  # the contention rounds' work when busy mode is off
 _BUSY_N = 96  # side of the float32 matrices the busy work multiplies (~0.2 MFLOP each)
 
 _UNITS = {"": 1, "B": 1, "K": 1 << 10, "KB": 1 << 10, "KIB": 1 << 10, "M": 1 << 20,
@@ -118,6 +119,7 @@ class ProfileSpec:
     timeout_s: float = 600.0
     progress: bool = True
     busy_us: float = 0.0  # > 0: busy mode (see the module docstring)
+    host_overheads: bool = True  # gloo on CPU: also run echo_sim.measure.host_overheads
 
     def __post_init__(self) -> None:
         if self.nproc < 2:
@@ -246,10 +248,15 @@ def _worker(rank: int, nproc: int, store_path: str, backend: str, spec: ProfileS
             bar.close()
         if busy is not None:
             results.extend(busy.rows(busy_times))
+        calibration: dict[str, list[float]] = {}
+        if spec.host_overheads and backend == "gloo":
+            calibration = _host_overheads(spec, rank, nproc, device, busy)
         if rank == 0:
             name = torch.cuda.get_device_name(device) if backend == "nccl" else _cpu_name()
             out = {"backend": backend, "device": "cuda" if backend == "nccl" else "cpu",
-                   "device_name": name, "torch_version": torch.__version__, "ops": results}
+                   "device_name": name, "torch_version": torch.__version__, "ops": results,
+                   "cpu_count": os.cpu_count() or 0, "threads_per_rank": torch.get_num_threads(),
+                   "calibration": calibration}
             tmp = result_path + ".tmp"
             Path(tmp).write_text(json.dumps(out))
             os.replace(tmp, result_path)
@@ -289,6 +296,27 @@ class _Busy:
         return [{"op": op, "group_size": self.nproc, "sizes_bytes": [self.reps],
                  "times_us": [t]} for op, t in zip(COMPUTE_OPS, (self.alone_us, concurrent),
                                                    strict=True)]
+
+
+def _host_overheads(spec: ProfileSpec, rank: int, nproc: int, device: Any,
+                    busy: _Busy | None) -> dict[str, list[float]]:
+    """Every rank's samples of :func:`~echo_sim.measure.host_overheads.measure_host_overheads`,
+    pooled (``contention_alone_us``: rank 0's only, as it is the only one measuring)."""
+    import torch.distributed as dist
+
+    from echo_sim.measure.host_overheads import measure_host_overheads
+
+    work = busy or _busy_setup(replace(spec, busy_us=_CONTENTION_WORK_US), rank, nproc, device)
+    mine = measure_host_overheads(rank, nproc, work.run)
+    every: list[Any] = [None] * nproc
+    dist.all_gather_object(every, mine)
+    pooled: dict[str, list[float]] = {}
+    for r, samples in enumerate(every):
+        for k, v in samples.items():
+            if k == "fsdp_params" and r:
+                continue
+            pooled.setdefault(k, []).extend(float(x) for x in v)
+    return pooled
 
 
 def _busy_setup(spec: ProfileSpec, rank: int, nproc: int, device: Any) -> _Busy:
@@ -348,6 +376,7 @@ def measure_comm_profile(spec: ProfileSpec | None = None) -> CommProfile:
 
     spec = spec or ProfileSpec()
     backend = _pick_backend(spec)
+    load_avg = os.getloadavg()[0]  # the host's other load, before our processes start
     with tempfile.TemporaryDirectory(prefix="echo-profile-comm-") as d:
         result_path = os.path.join(d, "result.json")
         ctx = mp.start_processes(
@@ -377,6 +406,9 @@ def measure_comm_profile(spec: ProfileSpec | None = None) -> CommProfile:
         for r in raw["ops"]
     }
     return CommProfile(
+        cpu_count=int(raw.get("cpu_count", 0)), threads_per_rank=int(raw.get("threads_per_rank", 0)),
+        load_avg=round(load_avg, 2),
+        calibration={k: [float(x) for x in v] for k, v in (raw.get("calibration") or {}).items()},
         backend=raw["backend"], device=raw["device"], host=socket.gethostname(),
         world_size=spec.nproc, samples=samples, nodes=1, device_name=raw["device_name"],
         torch_version=raw["torch_version"], iters=spec.iters,

@@ -19,6 +19,7 @@ other ranks at the end of the step).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -26,6 +27,7 @@ import numpy as np
 
 from echo_sim.cost.batch_model import make_batch_model
 from echo_sim.cost.compute_scaling import compute_scaling, resolve_device
+from echo_sim.cost.cpu_overheads import Skew, contention, skew
 from echo_sim.cost.memory_model import (
     MemoryEstimate,
     activation_bytes,
@@ -36,10 +38,18 @@ from echo_sim.cost.memory_model import (
 )
 from echo_sim.errors import ConfigError
 from echo_sim.sim.engine import Schedule, run
-from echo_sim.trace.model import Cat, RankInfo, Trace, TraceBuilder
+from echo_sim.sim.host_costs import apply_host_costs
+from echo_sim.sim.target import (
+    BatchChoice,
+    HardwareChoice,
+    choose_batch,
+    choose_hardware,
+    traced_micro_batch,
+)
+from echo_sim.trace.model import Trace
 from echo_sim.workload.build import Built, Layout, Plan, build_graph, make_plan
 from echo_sim.workload.data_parallel import DP_MODES
-from echo_sim.workload.fsdp import fsdp_units
+from echo_sim.workload.fsdp import ROOT, fsdp_units
 from echo_sim.workload.ops import Workload, extract_workload
 from echo_sim.workload.pipeline import SCHEDULES, STAGE_SPLITS, stage_actions
 from echo_sim.workload.tensor_parallel import check_tensor_parallel, tp_param_bytes
@@ -62,8 +72,9 @@ class SimConfig:
     virtual_stages: int = 1
     nodes: int | None = None  # default: ceil(world / gpus_per_node)
     gpus_per_node: int | None = None  # default: min(world, the preset's)
-    cluster: str = "dgx-h100"
-    gpu: str | None = None  # default: the cluster's GPU
+    cluster: str | None = None  # default: the traced hardware's (echo_sim.sim.target)
+    gpu: str | None = None  # default: the cluster's GPU, or the traced one
+    optimizer_foreach: bool | None = None  # default: torch's (foreach on GPUs, loop on CPU)
     fsdp: bool = False
     recompute: bool | str = False  # False/True or "none" | "selective" | "full"
     sequence_parallel: bool = False
@@ -109,7 +120,7 @@ class SimConfig:
             raise ConfigError(f"compute_factor={self.compute_factor} must be > 0")
         from echo_sim.cost.hardware import CLUSTERS, GPUS
 
-        if self.cluster.strip().lower() not in CLUSTERS:
+        if self.cluster is not None and self.cluster.strip().lower() not in CLUSTERS:
             raise ConfigError(f"unknown cluster {self.cluster!r}; valid: {', '.join(CLUSTERS)}")
         if self.gpu is not None and self.gpu.strip().lower() not in GPUS:
             raise ConfigError(f"unknown GPU {self.gpu!r}; valid: {', '.join(GPUS)}")
@@ -165,9 +176,18 @@ class SimResult:
     gpus_per_node: int
     simulated_ranks: list[int]
     num_tasks: int
+    hardware: HardwareChoice | None = None
+    batch: BatchChoice | None = None
+    warnings: list[str] = field(default_factory=list)
+    calibration: dict[str, dict[str, float]] = field(default_factory=dict)
     built: Built | None = field(default=None, repr=False)
     schedule: Schedule | None = field(default=None, repr=False)
     workload: Workload | None = field(default=None, repr=False)
+
+    @property
+    def cluster(self) -> str:
+        """The cluster preset predicted for (asked for, or the traced hardware's)."""
+        return self.hardware.cluster if self.hardware else str(self.config.cluster)
 
     @property
     def peak_memory_bytes(self) -> dict[int, int]:
@@ -194,8 +214,12 @@ class SimResult:
                        "recompute": c.recompute, "data_parallel": c.data_parallel,
                        "micro_batch": self.micro_batch, "global_batch": self.global_batch,
                        "micro_batches": self.micro_batches, "nodes": self.nodes,
-                       "gpus_per_node": self.gpus_per_node, "cluster": c.cluster,
+                       "gpus_per_node": self.gpus_per_node, "cluster": self.cluster,
                        "world_size": self.world_size, "mode": c.mode},
+            "hardware": self.hardware.to_dict() if self.hardware else None,
+            "micro_batch_source": self.batch.to_dict() if self.batch else None,
+            "calibration": self.calibration,
+            "warnings": self.warnings,
             "ranks": [{"rank": r.rank, "stage": r.stage, "compute_us": r.compute_us,
                        "exposed_comm_us": r.exposed_comm_us, "bubble_us": r.bubble_us,
                        "idle_us": r.idle_us, "peak_memory_bytes": r.peak_memory_bytes,
@@ -218,11 +242,12 @@ class SimResult:
         """
         if self.built is None or self.schedule is None or self.workload is None:
             raise ConfigError("this SimResult holds no schedule (simulate(..., keep=False))")
-        return _timeline_trace(self)
+        from echo_sim.sim.timeline import timeline_trace
+
+        return timeline_trace(self)
 
 
-def _resolve_batches(config: SimConfig, workload: Workload) -> tuple[int, int, int]:
-    mb = config.micro_batch or workload.micro_batch or 1
+def _resolve_batches(config: SimConfig, mb: int) -> tuple[int, int, int]:
     if config.global_batch is None:
         gb = config.dp * mb * (config.pp if config.pp > 1 else 1)
     else:
@@ -233,20 +258,21 @@ def _resolve_batches(config: SimConfig, workload: Workload) -> tuple[int, int, i
     return mb, gb, gb // (config.dp * mb)
 
 
-def _resolve_cluster(config: SimConfig) -> Any:
+def _resolve_cluster(config: SimConfig, hw: HardwareChoice) -> Any:
     from echo_sim.cost.hardware import CLUSTERS, get_cluster
 
-    base = CLUSTERS[config.cluster.strip().lower()]
+    base = CLUSTERS[hw.cluster]
     world = config.world
     gpn = config.gpus_per_node
     nodes = config.nodes
     if gpn is None:
-        gpn = world // nodes if nodes else min(world, base.gpus_per_node)
+        per_node = world if hw.one_host else base.gpus_per_node  # one host: every rank
+        gpn = world // nodes if nodes else min(world, per_node)
     if nodes is None:
         nodes = -(-world // gpn)
     if nodes * gpn < world:
         raise ConfigError(f"nodes·gpus_per_node = {nodes}·{gpn} < dp·tp·pp = {world}")
-    return get_cluster(config.cluster, nodes=nodes, gpus_per_node=gpn)
+    return get_cluster(hw.cluster, nodes=nodes, gpus_per_node=gpn)
 
 
 def _check_workload(config: SimConfig, workload: Workload, micro_batches: int) -> None:
@@ -261,6 +287,15 @@ def _check_workload(config: SimConfig, workload: Workload, micro_batches: int) -
                           f"divisible by pp={config.pp}")
 
 
+@dataclass
+class _Notes:
+    """What a prediction says about itself: model lines, warnings, calibrated figures."""
+
+    models: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    calibration: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
 def simulate(trace: Trace | Workload, config: SimConfig, *, comm: Any = None,
              batch_traces: tuple[Trace | Workload, ...] = (), keep: bool = True) -> SimResult:
     """Predict one iteration of ``config`` from ``trace`` (see the module docstring).
@@ -269,59 +304,58 @@ def simulate(trace: Trace | Workload, config: SimConfig, *, comm: Any = None,
     ``batch_traces``: traces of the same model at other micro-batch sizes (batch fit);
     ``keep``: keep the graph and schedule on the result (needed by :meth:`to_trace`).
     Raises :class:`ConfigError` for layouts the model cannot take.
+
+    The steps run in this order, each a function below: the workload and what it was
+    traced on (:func:`_workload`), the target hardware and micro-batch
+    (:mod:`echo_sim.sim.target`), the collective model (:func:`_comm_model`), per-op times
+    on the target (:func:`_op_times`), the plan of every parallelism plus the host costs
+    (:func:`_plan`), the schedule, and memory from the same plan (:func:`_memory`).
     """
-    workload = trace if isinstance(trace, Workload) else extract_workload(trace)
-    if not config.vocab_parallel:
-        workload = workload.with_ops([replace(o, role="replicated") if o.role == "vocab" else o
-                                      for o in workload.ops])
-    mb, gb, m = _resolve_batches(config, workload)
+    notes = _Notes()
+    workload, meta = _workload(trace, config)
+    traced_mb, mb_source = traced_micro_batch(meta)
+    batch = choose_batch(config.micro_batch, traced_mb or workload.micro_batch, mb_source)
+    # op times scale from the traced micro-batch, or from the assumed 1 (said so)
+    workload = replace(workload, micro_batch=batch.traced or 1)
+    hw = choose_hardware(cluster=config.cluster, gpu=config.gpu, device=workload.device,
+                         device_name=workload.device_name, backend=str(meta.get("backend", "")))
+    notes.warnings.extend(hw.warnings)
+    if batch.assumed:
+        notes.warnings.append(f"micro-batch: {batch.source}; pass --micro-batch, or trace "
+                              "with capture(micro_batch=...) / TRACE_MICRO_BATCH")
+    mb, gb, m = _resolve_batches(config, batch.micro_batch)
     _check_workload(config, workload, m)
-    cluster = _resolve_cluster(config)
-    models: list[str] = []
-    profile = None
-    if comm is None:
-        from echo_sim.cost.collectives import CommModel
-
-        if config.comm_profile:
-            from echo_sim.cost.comm_profile import load_comm_profile
-
-            profile = load_comm_profile(config.comm_profile)
-        comm = CommModel(cluster, profile)
-        measured = (f"measured profile {config.comm_profile} where it covers the group, "
-                    "else " if profile is not None else "")
-        models.append(f"comm: {measured}alpha-beta model of {cluster.name}")
-    else:
-        models.append(f"comm: {type(comm).__name__} (given)")
-    others = [b if isinstance(b, Workload) else extract_workload(b) for b in batch_traces]
-    bm = make_batch_model([workload, *others])
-    models.append(bm.description)
-    base = bm.time_us(mb)
-    target_gpu = config.gpu or cluster.gpu
-    cs = compute_scaling(workload, target_gpu, factor=config.compute_factor)
-    models.append(cs.description)
-    base = base * cs.factors
-    share = _cpu_contention(profile, cluster) if config.compute_factor is None else None
-    if share is not None:
-        base = base * share[0]
-        models.append(share[1])
-    mb_scale = mb / (workload.micro_batch or mb)
+    cluster = _resolve_cluster(config, hw)
+    notes.models += [f"hardware: {hw.source}", f"micro-batch {mb}: {batch.source}"]
+    comm, profile = _comm_model(config, cluster, comm, notes)
     is_cpu = cluster.gpu.name == "cpu"
+    # host calibration applies to a CPU target from a CPU profile only
+    host = profile if is_cpu and profile is not None and profile.device == "cpu" else None
+    others = [b if isinstance(b, Workload) else extract_workload(b) for b in batch_traces]
+    base = _op_times(config, workload, others, mb, hw, host, cluster, notes)
+    mb_scale = mb / (workload.micro_batch or mb)
     layout = Layout(dp=config.dp, tp=config.tp, pp=config.pp, virtual=config.virtual_stages,
                     micro_batches=m, schedule=config.schedule, full=config.mode == "full")
-    plan = make_plan(workload, layout, base, mb_scale=mb_scale, fsdp=config.fsdp,
-                     fsdp_overlap=not is_cpu, recompute=config.recompute,
-                     sequence_parallel=config.sequence_parallel,
-                     fsdp_impl=config.fsdp_impl,
-                     dp_mode=config.data_parallel, bucket_cap_bytes=config.bucket_cap_bytes,
-                     stage_split=config.stage_split)
+    plan = _plan(config, workload, layout, base, mb_scale, is_cpu, host, notes)
     built = build_graph(plan, layout, comm, link_contention=config.link_contention)
     sched = run(built.graph)
-    models.append(_layout_description(config, is_cpu, m))
+    sk = skew(host) if config.world > 1 else None
+    if sk is not None and any(built.comm_tasks.values()):
+        # step 6b: rank skew at each synchronisation, from the compute between them
+        w = float(np.median([_breakdown(built, sched, r, sched.makespan_us)[0]
+                             / max(len(built.comm_tasks[r]), 1) for r in built.ranks]))
+        built = build_graph(plan, layout, _SkewedComm(comm, sk, w),
+                            link_contention=config.link_contention)
+        sched = run(built.graph)
+        notes.models.append(f"{sk.note} ({w:.0f} us here)")
+        notes.calibration["rank_skew_us_per_us"] = {"value": sk.kappa, "spread_pct": 0.0,
+                                                    "samples": sk.samples}
+    notes.models.append(_layout_description(config, is_cpu, m))
     iteration = sched.makespan_us
     mem, mem_models = _memory(config, workload, plan, layout, mb_scale, is_cpu, cluster)
-    models.extend(mem_models)
+    notes.models.extend(mem_models)
     limit = config.memory_limit_bytes or int(
-        (config.gpu and _gpu(config.gpu).memory_bytes) or cluster.gpu.memory_bytes)
+        (hw.target_gpu and _gpu(hw.target_gpu).memory_bytes) or cluster.gpu.memory_bytes)
     ranks = []
     for r in built.ranks:
         s = built.stage_of[r]
@@ -335,33 +369,104 @@ def simulate(trace: Trace | Workload, config: SimConfig, *, comm: Any = None,
     return SimResult(
         config=config, iteration_time_us=iteration, samples_per_s=sps,
         tokens_per_s=sps * int(seq) if seq else None, micro_batch=mb, global_batch=gb,
-        micro_batches=m, ranks=ranks, memory_limit_bytes=int(limit), models=models,
+        micro_batches=m, ranks=ranks, memory_limit_bytes=int(limit), models=notes.models,
         world_size=config.world, nodes=cluster.nodes, gpus_per_node=cluster.gpus_per_node,
-        simulated_ranks=built.ranks, num_tasks=len(built.graph),
+        simulated_ranks=built.ranks, num_tasks=len(built.graph), hardware=hw, batch=batch,
+        warnings=notes.warnings, calibration=notes.calibration,
         built=built if keep else None, schedule=sched if keep else None,
         workload=workload if keep else None)
 
 
-def _cpu_contention(profile: Any, cluster: Any) -> tuple[float, str] | None:
-    """Compute slowdown of ranks sharing a CPU host, from a busy-mode profile (or None).
+class _SkewedComm:
+    """A collective model plus rank skew (:func:`echo_sim.cost.cpu_overheads.skew`): a
+    measured busy-mode time loses the profile's own skew and gains the job's, ``w_us`` of
+    compute before each synchronisation; an unmeasured one gains the job's."""
 
-    The traced run was one process; on a gloo host the job's ``k`` co-located ranks (and
-    their communication threads) share the cores, so each op runs slower by the measured
-    ratio ``t(k ranks computing at once) / t(one rank alone)`` of the same fixed work
-    (:mod:`echo_sim.measure.profile_comm` busy mode, rows ``compute`` / ``compute_alone``).
-    Applies when the cluster is a CPU one and the profile measured ``k`` ranks.
-    """
-    if profile is None or cluster.gpu.name != "cpu":
-        return None
-    from echo_sim.measure.profile_comm import COMPUTE_OPS
+    def __init__(self, inner: Any, sk: Skew, w_us: float) -> None:
+        self.inner, self.sk, self.w_us = inner, sk, w_us
 
-    k = min(cluster.gpus_per_node, cluster.world_size)
-    alone, busy = ((profile.samples.get((op, k)) or [None])[0] for op in COMPUTE_OPS)
-    if k < 2 or alone is None or busy is None or not alone[1] > 0:
-        return None
-    f = max(1.0, busy[1] / alone[1])
-    return f, (f"compute: x{f:.3g} for {k} ranks sharing a CPU host (busy-mode profile: "
-               f"{busy[1]:.0f} us with all ranks computing / {alone[1]:.0f} us alone)")
+    def time_us(self, op: str, nbytes: int, ranks: Sequence[int], *,
+                concurrent: int = 1) -> float:
+        t = float(self.inner.time_us(op, nbytes, ranks, concurrent=concurrent))
+        if len(set(ranks)) < 2:
+            return t
+        covered = getattr(self.inner, "covered", None)
+        if covered is not None and covered(op, ranks):
+            return self.sk.collective_us(t, self.w_us)
+        return t + self.sk.kappa * self.w_us
+
+    def links(self, ranks: Sequence[int]) -> list[str]:
+        return list(self.inner.links(ranks))
+
+
+def _workload(trace: Trace | Workload, config: SimConfig) -> tuple[Workload, dict[str, Any]]:
+    """Step 1: the traced workload (vocab roles dropped unless vocab-parallel) and the
+    traced rank's ``meta.json`` (with its backend)."""
+    workload = trace if isinstance(trace, Workload) else extract_workload(trace)
+    meta: dict[str, Any] = {}
+    if isinstance(trace, Trace) and workload.rank in trace.ranks:
+        meta = dict(trace.ranks[workload.rank].meta)
+        meta.setdefault("backend", trace.ranks[workload.rank].backend)
+    if not config.vocab_parallel:
+        workload = workload.with_ops([replace(o, role="replicated") if o.role == "vocab" else o
+                                      for o in workload.ops])
+    return workload, meta
+
+
+def _comm_model(config: SimConfig, cluster: Any, comm: Any, notes: _Notes) -> tuple[Any, Any]:
+    """Step 3: the collective cost model and the measured profile (None if not used)."""
+    if comm is not None:
+        notes.models.append(f"comm: {type(comm).__name__} (given)")
+        return comm, None
+    from echo_sim.cost.collectives import CommModel
+
+    profile = None
+    if config.comm_profile:
+        from echo_sim.cost.comm_profile import load_comm_profile
+
+        profile = load_comm_profile(config.comm_profile)
+    measured = (f"measured profile {config.comm_profile} where it covers the group, "
+                "else " if profile is not None else "")
+    notes.models.append(f"comm: {measured}alpha-beta model of {cluster.name}")
+    return CommModel(cluster, profile), profile
+
+
+def _op_times(config: SimConfig, workload: Workload, others: list[Workload], mb: int,
+              hw: HardwareChoice, host: Any, cluster: Any, notes: _Notes) -> np.ndarray:
+    """Step 4: every op's time on the target at micro-batch ``mb`` before parallelism:
+    batch model × compute scaling × host contention (CPU hosts, calibrated)."""
+    bm = make_batch_model([workload, *others])
+    notes.models.append(bm.description)
+    cs = compute_scaling(workload, hw.target_gpu, factor=config.compute_factor)
+    notes.models.append(cs.description)
+    base = bm.time_us(mb) * cs.factors
+    share = contention(host, min(cluster.gpus_per_node, cluster.world_size)) \
+        if config.compute_factor is None else None
+    if share is not None:
+        base = base * share.value
+        notes.models.append(share.note)
+        notes.calibration["compute_contention"] = {
+            "value": share.value, "spread_pct": share.spread_pct, "samples": share.samples}
+    return base
+
+
+def _plan(config: SimConfig, workload: Workload, layout: Layout, base: np.ndarray,
+          mb_scale: float, is_cpu: bool, host: Any, notes: _Notes) -> Plan:
+    """Step 5: the plan of every parallelism (pipeline split, TP, recomputation, FSDP/DDP;
+    :func:`~echo_sim.workload.build.make_plan`), then the calibrated host costs of DTensor
+    layouts on it (:mod:`echo_sim.sim.host_costs`)."""
+    plan = make_plan(workload, layout, base, mb_scale=mb_scale, fsdp=config.fsdp,
+                     fsdp_overlap=not is_cpu, recompute=config.recompute,
+                     sequence_parallel=config.sequence_parallel,
+                     fsdp_impl=config.fsdp_impl,
+                     dp_mode=config.data_parallel, bucket_cap_bytes=config.bucket_cap_bytes,
+                     stage_split=config.stage_split)
+    foreach = config.optimizer_foreach if config.optimizer_foreach is not None else not is_cpu
+    slowdown = notes.calibration.get("compute_contention", {}).get("value", 1.0)
+    notes.models.extend(apply_host_costs(plan, workload, layout, profile=host,
+                                         fsdp=config.fsdp, vocab_parallel=config.vocab_parallel,
+                                         foreach=foreach, slowdown=slowdown))
+    return plan
 
 
 def _gpu(name: str) -> Any:
@@ -471,11 +576,17 @@ def _memory(config: SimConfig, workload: Workload, plan: Plan, layout: Layout,
                                             recompute=config.recompute) for c in chunks)
         buffers = 0.0
         if config.fsdp:
-            units = [float(sum(tp_param_bytes(o, tp) for o in ops))
-                     for c in chunks for ops in fsdp_units(c.fw, workload.has_blocks).values()]
-            biggest = max(units, default=0.0)
-            gathered = pbytes if P > 1 else biggest * (1 if is_cpu else 2)
-            buffers = gathered + biggest
+            # FSDP2 (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py): the root's
+            # parameters stay unsharded from forward through backward; a block unit is
+            # unsharded while it runs (and the next one prefetched, on GPUs); its
+            # collective stages S bytes of all-gather output plus the S/dp copy-in (or,
+            # for the gradients, S of reduce-scatter input plus the S/dp output)
+            sizes = {u: float(sum(tp_param_bytes(o, tp) for o in ops))
+                     for c in chunks for u, ops in fsdp_units(c.fw, workload.has_blocks).items()}
+            root = sizes.pop(ROOT, 0.0)
+            biggest = max(sizes.values(), default=root)
+            gathered = pbytes if P > 1 else root + biggest * (1 if is_cpu else 2)
+            buffers = gathered + biggest * (1 + 1 / dp)
         elif dp > 1:
             buffers = pbytes
         out[s] = MemoryEstimate(params_bytes=params, grads_bytes=grads, optimizer_bytes=opt,
@@ -512,67 +623,3 @@ def _baseline(workload: Workload, is_cpu: bool, elem: int, states: int, mixed: b
     params, grads, opt = model_state_bytes(pbytes, elem_bytes=elem, states=states, mixed=mixed)
     act = activation_bytes(workload.fw_ops)
     return max(workload.peak_memory_bytes - (params + grads + opt + act), 0.0)
-
-
-# ----------------------------------------------------------------------------- timeline
-_CHANNEL_TID = {"compute": 0, "comm_tp": 100, "comm_dp": 101, "comm_ag": 102, "comm_rs": 103,
-                "comm_push": 104, "comm_pull": 105, "p2p": 106}
-
-
-def _timeline_trace(res: SimResult) -> Trace:
-    built, sched, wl = res.built, res.schedule, res.workload
-    assert built is not None and sched is not None and wl is not None  # checked by caller
-    g = built.graph
-    ops = wl.ops
-    b = TraceBuilder(source_format="echo-sim", source="simulate")
-    start, end = sched.start_us, sched.end_us
-    T = res.iteration_time_us
-    names = g.resource_names
-    for r in built.ranks:
-        for tk in built.compute_tasks[r]:
-            lab = g.labels[tk]
-            if not isinstance(lab, tuple):
-                continue
-            kind = lab[0]
-            if kind == "op":
-                o = ops[lab[2]]
-                frac = o.dur_us / o.time_us if o.time_us > 0 else 1.0
-                b.add(rank=r, name=o.name, cat=Cat.FW if o.phase == "F" else Cat.BW,
-                      ts_us=float(start[tk]), dur_us=float(end[tk] - start[tk]) * frac,
-                      step=0, tid=0, kind=o.kind or None, param_bytes=o.param_bytes,
-                      in_bytes=int(o.in_bytes * res.micro_batch / (wl.micro_batch or
-                                                                    res.micro_batch)),
-                      out_bytes=int(o.out_bytes * res.micro_batch / (wl.micro_batch or
-                                                                      res.micro_batch)),
-                      flops=o.flops)
-            elif kind == "update":
-                u = wl.update_ops
-                b.add(rank=r, name=u[0].name if u else "UPDATE.Optimizer", cat=Cat.UPDATE,
-                      ts_us=float(start[tk]), dur_us=float(end[tk] - start[tk]), step=0,
-                      tid=0, param_bytes=int(built.plan.stages[built.stage_of[r]].param_bytes))
-        b.add(rank=r, name="STEP", cat=Cat.STEP, ts_us=0.0, dur_us=T, step=0, tid=1)
-    seqs: dict[tuple[int, ...], int] = {}
-    for tk, (name, coll, nbytes, grp) in sorted(built.comm_info.items()):
-        seq = seqs.get(grp, 0)
-        seqs[grp] = seq + 1
-        chans = {names[x].split("/", 1)[1] for x in g.resources[tk] if names[x].startswith("rank")}
-        tid = _CHANNEL_TID.get(next(iter(chans)) if chans else "comm_dp", 107)
-        members = [x for x in grp if x in built.stage_of]
-        for r in members:
-            peer = -1
-            c = coll
-            if coll == "send":
-                c = "send" if r == grp[0] else "recv"
-                peer = grp[1] if r == grp[0] else grp[0]
-            b.add(rank=r, name=f"Comm.{name}", cat=Cat.COMM, ts_us=float(start[tk]),
-                  dur_us=float(end[tk] - start[tk]), step=0, tid=tid, collective=c,
-                  nbytes=int(nbytes), group_ranks=grp, seq=seq, peer=peer)
-    for r in built.ranks:
-        b.ranks[r] = RankInfo(rank=r, world_size=res.world_size,
-                              local_rank=r % res.gpus_per_node, node_rank=r // res.gpus_per_node,
-                              device="cuda" if res.config.cluster != "cpu-gloo" else "cpu",
-                              backend="simulated", source="simulate", meta={
-                                  "micro_batch_size": res.micro_batch, "simulated": True,
-                                  "representative_ranks": built.ranks,
-                                  "cluster": res.config.cluster, "steps": [0]})
-    return b.build(steps=[0])

@@ -1,0 +1,302 @@
+"""CPU-side costs of a multi-process job that a one-process trace does not contain.
+
+Every figure is calibrated from the host microbenchmarks a communication profile carries
+(:mod:`echo_sim.measure.host_overheads`, ``CommProfile.calibration``), from several samples,
+with their spread, clamped to what is physically possible. Nothing is fitted to a job being
+predicted. The contention factor is a ratio of medians (both sides see the same load). The
+per-call costs (DTensor, optimizer, FSDP2 hooks) are the intrinsic cost of a short CPU
+operation against a plain reference of the same shapes interleaved with it: the **fastest**
+sample of each, since other tenants' load only ever adds time (Chen & Revels 2016, "Robust
+benchmarking in noisy environments", arXiv:1608.04295): ``extra = min(t_dtensor) -
+min(t_plain)``. (A ratio of the two is no better: on a loaded host the longer call is
+preempted more often than the shorter.) The caller scales them by the job's own
+contention factor like every other op.
+
+* :func:`contention` — compute slowdown when ``k`` ranks share a host's cores:
+  ``median(t_busy) / median(t_alone)`` of the same fixed work, applied only when the ranks
+  oversubscribe the cores (``k · threads_per_rank > cpu_count``; otherwise ranks do not
+  compete for cores and the factor is 1, whatever the samples say), clamped to
+  ``[1, k · threads_per_rank]`` (at worst every thread of every rank on one core).
+* :func:`dtensor_dispatch` — per call of a tensor-parallel Linear
+  (``ColwiseParallel``/``RowwiseParallel``), the extra host time of DTensor's dispatch,
+  sharding propagation and redistribution (PyTorch DTensor, ``torch.distributed.tensor``):
+  ``(t_dtensor_pair - t_plain_pair) / 2`` for forward and backward, ``>= 0``.
+* :func:`optimizer_per_param` — extra time per DTensor parameter of one optimizer step:
+  ``(t_step(DTensor params) - t_step(plain params)) / n`` with the same implementation
+  (per-parameter loop or multi-tensor ``foreach``), ``>= 0``. PyTorch's optimizers run
+  every tensor op of the update once per parameter in the loop implementation, so each
+  DTensor parameter pays DTensor's dispatch ~10 times (``torch/optim/adamw.py``).
+* :func:`skew` — rank skew between synchronisations on a shared host: the wait at a
+  synchronisation grows with the compute before it (peers drift apart, and a process that
+  used its time slice is woken later). Measured directly: a small all-reduce after ``W`` =
+  0, 1 and 2 runs of the contention work on every rank, its time on the slowest rank's
+  clock; ``kappa`` = slope of the medians, ``t(W) = t0 + kappa · W`` (least squares through
+  the three medians, ``kappa >= 0``). A busy-mode collective measured ``t_busy(S)`` after
+  ``W_busy`` of work then costs, after ``W`` of compute in the job,
+  ``max(t_busy(S) - kappa · W_busy, 0) + kappa · W``.
+* :func:`fsdp_unit` — per FSDP2 unit (``fully_shard``) and pass: the host time of its hooks
+  (pre-forward all-gather copy-in / copy-out, DTensor parameter swaps, post-backward
+  reduce-scatter copy-in, Zhao et al. 2023 §3 / ``torch/distributed/fsdp/_fully_shard``):
+  ``a + b · params_in_unit`` fitted through the two measured parameter counts, plus the
+  copy-in/copy-out bytes at the measured memcpy bandwidth (:func:`fsdp_copy_us`).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from echo_sim.cost.comm_profile import CommProfile
+
+__all__ = [
+    "Calibrated",
+    "FsdpUnitCost",
+    "contention",
+    "fair_share_bound",
+    "dtensor_dispatch",
+    "fsdp_copy_us",
+    "floor",
+    "fsdp_unit",
+    "optimizer_per_param",
+    "robust",
+    "skew",
+    "Skew",
+]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Calibrated:
+    """A calibrated figure: ``value``, its relative spread (half the inter-quartile range
+    over the median, %) over ``samples`` samples, and how it was derived."""
+
+    value: float
+    spread_pct: float
+    samples: int
+    note: str
+
+
+def robust(samples: Sequence[float]) -> tuple[float, float]:
+    """(median, spread %) of ``samples``: spread = (q3 - q1) / 2 / median · 100."""
+    xs = sorted(float(x) for x in samples)
+    if not xs:
+        return 0.0, 0.0
+    med = statistics.median(xs)
+    if len(xs) < 4 or med == 0:
+        return med, (100.0 * (xs[-1] - xs[0]) / 2 / abs(med)) if med else 0.0
+    q1, _, q3 = statistics.quantiles(xs, n=4)
+    return med, 100.0 * (q3 - q1) / 2 / abs(med)
+
+
+def floor(samples: Sequence[float]) -> tuple[float, float]:
+    """(fastest sample, spread % of the samples) — the intrinsic cost of a short operation."""
+    _, spread = robust(samples)
+    return (min(float(x) for x in samples) if samples else 0.0), spread
+
+
+def _get(profile: CommProfile | None, *keys: str) -> list[list[float]] | None:
+    if profile is None:
+        return None
+    out = [profile.calibration.get(k) for k in keys]
+    if any(not v for v in out):
+        return None
+    return [list(v) for v in out if v]
+
+
+def contention(profile: CommProfile | None, ranks_per_host: int) -> Calibrated | None:
+    """Compute slowdown of ``ranks_per_host`` ranks sharing the profiled host (see module).
+
+    None when the profile has no contention samples or measured another rank count.
+    """
+    if profile is None or ranks_per_host < 2:
+        return None
+    got = _get(profile, "contention_alone_us", "contention_busy_us")
+    if got is not None:
+        alone_s, busy_s = got
+    else:  # profiles before the calibration block: one median per row
+        rows = [profile.samples.get((op, ranks_per_host)) for op in ("compute_alone", "compute")]
+        if not rows[0] or not rows[1]:
+            return None
+        alone_s, busy_s = [rows[0][0][1]], [rows[1][0][1]]
+    if profile.world_size and profile.world_size != ranks_per_host:
+        return None
+    alone, sa = robust(alone_s)
+    busy, sb = robust(busy_s)
+    if not alone > 0:
+        return None
+    measured = busy / alone
+    threads = profile.threads_per_rank or 1
+    n = len(alone_s) + len(busy_s)
+    spread = (sa**2 + sb**2) ** 0.5
+    free = max(profile.cpu_count - profile.load_avg, 0.0)  # cores other load left free
+    if profile.cpu_count and ranks_per_host * threads <= free:
+        return Calibrated(value=1.0, spread_pct=spread, samples=n, note=(
+            f"compute: x1 ({ranks_per_host} ranks x {threads} thread(s) fit the "
+            f"{free:.1f} free of {profile.cpu_count} cores; measured x{measured:.3g} not "
+            "applied)"))
+    bound = fair_share_bound(ranks_per_host, threads, profile.cpu_count, profile.load_avg)
+    f = min(max(measured, 1.0), bound)
+    cores = (f"{free:.1f} free of {profile.cpu_count} cores, fair-share bound x{bound:.3g}"
+             if profile.cpu_count else "cores unknown")
+    return Calibrated(value=f, spread_pct=spread, samples=n, note=(
+        f"compute: x{f:.3g} for {ranks_per_host} ranks sharing a CPU host ({cores}; median "
+        f"{busy:.0f} us all ranks busy / {alone:.0f} us alone over {n} samples, spread "
+        f"{spread:.0f}%)"))
+
+
+def fair_share_bound(ranks: int, threads: int, cpu_count: int, load_avg: float) -> float:
+    """Largest slowdown ``ranks`` co-located ranks can cause each other under a fair-share
+    scheduler (Linux CFS gives each of ``N`` runnable threads ``min(1, C / N)`` of a core):
+    ``min(1, C / (L + t)) / min(1, C / (L + k·t))`` with ``L`` the other runnable load, ``C``
+    the cores, ``t`` threads per rank, ``k`` ranks. Unknown cores: ``k·t`` (every thread of
+    every rank on one core)."""
+    if cpu_count <= 0:
+        return float(ranks * threads)
+    alone = min(1.0, cpu_count / (load_avg + threads))
+    together = min(1.0, cpu_count / (load_avg + ranks * threads))
+    return max(alone / together, 1.0)
+
+
+def dtensor_dispatch(profile: CommProfile | None) -> tuple[Calibrated, Calibrated] | None:
+    """(forward, backward) extra µs per tensor-parallel Linear call (see module), or None."""
+    got = _get(profile, "dtensor_fw_us", "plain_fw_us", "dtensor_bw_us", "plain_bw_us")
+    if got is None:
+        return None
+    out = []
+    for (dt, pl), phase in ((got[0:2], "forward"), (got[2:4], "backward")):
+        d, spread = floor(dt)
+        p, _ = floor(pl)
+        v = max(d - p, 0.0) / 2
+        out.append(Calibrated(value=v, spread_pct=spread, samples=len(dt), note=(
+            f"DTensor {phase}: +{v:.0f} us per tensor-parallel Linear ((fastest {d:.0f} - "
+            f"{p:.0f} us) / 2 of a Colwise+Rowwise pair on a one-rank mesh, {len(dt)} "
+            f"samples, spread {spread:.0f}%)")))
+    return out[0], out[1]
+
+
+def optimizer_per_param(profile: CommProfile | None, *, foreach: bool,
+                        params: int) -> Calibrated | None:
+    """Extra µs per DTensor parameter of one optimizer step (see module), or None.
+
+    ``params``: how many parameters the microbenchmark's step updated
+    (:data:`echo_sim.measure.host_overheads.OPTIM_PARAMS`).
+    """
+    impl = "foreach" if foreach else "loop"
+    got = _get(profile, f"optim_dtensor_{impl}_us", f"optim_plain_{impl}_us")
+    if got is None or params < 1:
+        return None
+    d, spread = floor(got[0])
+    p, _ = floor(got[1])
+    v = max(d - p, 0.0) / params
+    how = "multi-tensor foreach" if foreach else "per-parameter loop"
+    return Calibrated(value=v, spread_pct=spread, samples=len(got[0]), note=(
+        f"optimizer: +{v:.1f} us per DTensor parameter ({how}; fastest step over {params} "
+        f"parameters {d:.0f} us DTensor vs {p:.0f} us plain, spread {spread:.0f}%)"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Skew:
+    """Wait per synchronisation ``kappa`` µs per µs of compute before it, and the busy work
+    ``w_busy_us`` a busy-mode profile ran before each timed collective."""
+
+    kappa: float
+    w_busy_us: float
+    samples: int
+    note: str
+
+    def collective_us(self, t_busy_us: float, w_us: float) -> float:
+        """A collective measured ``t_busy_us`` in busy mode, issued after ``w_us`` of
+        compute since the last synchronisation (see the module docstring)."""
+        return max(t_busy_us - self.kappa * self.w_busy_us, 0.0) + self.kappa * max(w_us, 0.0)
+
+
+def skew(profile: CommProfile | None) -> Skew | None:
+    """The synchronisation wait against compute on the profiled host (module docstring)."""
+    got = _get(profile, "sync_work_us", "sync_us", "contention_busy_us")
+    if got is None:
+        return None
+    work, sync, busy = got
+    levels = 3  # 0, 1, 2 runs of the work, in turn
+    pts = []
+    for k in range(levels):
+        w = [work[i] for i in range(k, len(work), levels)]
+        t = [sync[i] for i in range(k, len(sync), levels)]
+        if w and t:
+            pts.append((statistics.median(w), statistics.median(t)))
+    if len(pts) < 2:
+        return None
+    wm = sum(w for w, _ in pts) / len(pts)
+    tm = sum(t for _, t in pts) / len(pts)
+    den = sum((w - wm) ** 2 for w, _ in pts)
+    kappa = max(sum((w - wm) * (t - tm) for w, t in pts) / den, 0.0) if den > 0 else 0.0
+    w_busy = statistics.median(busy)
+    return Skew(kappa=kappa, w_busy_us=w_busy, samples=len(sync), note=(
+        f"rank skew: a synchronisation waits {kappa * 1e3:.1f} us per ms of compute before "
+        f"it (4 KiB all-reduce after 0 / 1 / 2 x {w_busy:.0f} us of work: "
+        + ", ".join(f"{t:.0f}" for _, t in pts) + " us); busy-mode collectives less "
+        f"{kappa * w_busy:.0f} us, plus the wait after the job's own compute"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class FsdpUnitCost:
+    """Host µs of one FSDP2 unit per pass: ``a_us + b_us_per_param · params``."""
+
+    fw_a_us: float
+    fw_b_us: float
+    bw_a_us: float
+    bw_b_us: float
+    copy_bytes_per_us: float
+    note: str
+
+    def fw_us(self, params: int) -> float:
+        return self.fw_a_us + self.fw_b_us * params
+
+    def bw_us(self, params: int) -> float:
+        return self.bw_a_us + self.bw_b_us * params
+
+
+def _line(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float]:
+    """(a, b) of y = a + b·x through the median per x, both clamped at 0 (x: >= 2 values)."""
+    by: dict[float, list[float]] = {}
+    for x, y in zip(xs, ys, strict=True):
+        by.setdefault(x, []).append(y)
+    pts = sorted((x, statistics.median(v)) for x, v in by.items())
+    (x0, y0), (x1, y1) = pts[0], pts[-1]
+    b = max((y1 - y0) / (x1 - x0), 0.0) if x1 > x0 else 0.0
+    a = max(y0 - b * x0, 0.0)
+    return a, b
+
+
+def fsdp_unit(profile: CommProfile | None) -> FsdpUnitCost | None:
+    """The per-unit FSDP2 host cost (see module), or None without calibration samples.
+
+    ``fsdp_fw_us`` / ``fsdp_bw_us`` hold one median per (rank, configuration), ranks in
+    turn; ``fsdp_params[i % len(fsdp_params)]`` is sample i's parameters per unit.
+    """
+    got = _get(profile, "fsdp_fw_us", "fsdp_bw_us", "fsdp_params", "copy_bytes_per_us")
+    if got is None or len(set(got[2])) < 2:
+        return None
+    fw, bw, ps, bw_copy = got
+    xs = [ps[i % len(ps)] for i in range(len(fw))]
+    fa, fb = _line(xs, fw)
+    ba, bb = _line(xs, bw)
+    copy = max(bw_copy)  # fastest copy = highest bandwidth
+    return FsdpUnitCost(fw_a_us=fa, fw_b_us=fb, bw_a_us=ba, bw_b_us=bb,
+                        copy_bytes_per_us=copy, note=(
+                            f"FSDP2 hooks per unit: forward {fa:.0f} + {fb:.1f}/param us, "
+                            f"backward {ba:.0f} + {bb:.1f}/param us; copy-in/out at "
+                            f"{copy / 1e3:.1f} GB/s"))
+
+
+def fsdp_copy_us(unit_bytes: float, dp: int, copy_bytes_per_us: float) -> tuple[float, float]:
+    """(forward, backward) µs of FSDP2's copies for a unit of ``unit_bytes`` (unsharded).
+
+    Forward all-gather: copy-in of the local shard (``S/dp``) into the send buffer and
+    copy-out of the gathered ``S`` into the parameters. Backward: the same all-gather again
+    (parameters resharded after forward) plus the reduce-scatter's copy-in of the ``S``
+    bytes of gradients and copy-out of the ``S/dp`` shard. Bytes / memcpy bandwidth.
+    """
+    if copy_bytes_per_us <= 0:
+        return 0.0, 0.0
+    ag = unit_bytes * (1 + 1 / dp)
+    return ag / copy_bytes_per_us, 2 * ag / copy_bytes_per_us

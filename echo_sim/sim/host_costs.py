@@ -1,0 +1,115 @@
+"""Add the calibrated CPU-host costs (:mod:`echo_sim.cost.cpu_overheads`) to a plan.
+
+A one-process trace runs plain tensors; the predicted job may run DTensor parameters
+(tensor parallel, FSDP2) whose per-call host costs the trace never saw. Given a
+communication profile with host calibration samples, this adds, on the compute stream:
+
+* tensor parallel: DTensor dispatch per forward and backward call of every sharded Linear
+  (column/row, and vocab-parallel embedding/head when those are sharded), and the
+  optimizer's extra cost per DTensor parameter — per-parameter loop when the rank holds a
+  mix of DTensor and plain parameters (foreach kernels take no mix), else the configured
+  implementation;
+* FSDP2: the per-unit hook cost (forward and backward of every unit, each micro-batch)
+  plus its copy-in/copy-out bytes, and the optimizer's extra cost per (DTensor) parameter.
+
+Each model appends the line it used to the returned descriptions; all are scaled by the
+host's compute contention factor, as the traced ops are.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from echo_sim.cost.comm_profile import CommProfile
+from echo_sim.cost.cpu_overheads import (
+    FsdpUnitCost,
+    dtensor_dispatch,
+    fsdp_copy_us,
+    fsdp_unit,
+    optimizer_per_param,
+)
+from echo_sim.workload.build import Layout, Plan
+from echo_sim.workload.fsdp import fsdp_units
+from echo_sim.workload.ops import Op, Workload
+from echo_sim.workload.tensor_parallel import tp_param_bytes
+
+__all__ = ["apply_host_costs", "params_per_module"]
+
+
+def params_per_module(workload: Workload) -> dict[str, int]:
+    """Parameter tensors owned by each traced leaf module (longest module-path prefix);
+    parameters of no traced module are left out."""
+    modules = {o.module for o in workload.ops if o.phase == "F"}
+    out: dict[str, int] = {}
+    for name, _, _ in workload.params:
+        mod = name.rsplit(".", 1)[0] if "." in name else ""
+        while mod and mod not in modules:
+            mod = mod.rsplit(".", 1)[0] if "." in mod else ""
+        if mod:
+            out[mod] = out.get(mod, 0) + 1
+    return out
+
+
+def apply_host_costs(plan: Plan, workload: Workload, layout: Layout, *,
+                     profile: CommProfile | None, fsdp: bool, vocab_parallel: bool,
+                     foreach: bool, slowdown: float = 1.0) -> list[str]:
+    """Add the costs of the module docstring to ``plan`` in place; returns descriptions.
+
+    ``slowdown``: the compute contention factor the other ops got; the calibrated per-call
+    costs are intrinsic (fastest samples) and are scaled by it alike.
+    """
+    if profile is None or (layout.tp == 1 and not fsdp):
+        return []
+    from echo_sim.measure.host_overheads import OPTIM_PARAMS
+
+    notes: list[str] = []
+    owned = params_per_module(workload)
+    sharded_roles = {"column", "row"} | ({"vocab"} if vocab_parallel else set())
+    t = plan.time_us
+    disp = dtensor_dispatch(profile) if layout.tp > 1 else None
+    if disp is not None:
+        fw_us, bw_us = disp[0].value * slowdown, disp[1].value * slowdown
+        for sp in plan.stages:
+            for o in (*sp.fw, *sp.bw):
+                if o.role in sharded_roles:
+                    t[o.index] += fw_us if o.phase == "F" else bw_us
+        notes += [disp[0].note, disp[1].note]
+    unit_cost = fsdp_unit(profile) if fsdp else None
+    if unit_cost is not None:
+        for sp in plan.stages:
+            _fsdp_units(sp.fw, sp.bw, workload, owned, layout, unit_cost, t, slowdown)
+        notes.append(unit_cost.note)
+    for s in range(layout.pp):
+        chunks = [plan.stages[c * layout.pp + s] for c in range(layout.virtual)]
+        ops = [o for c in chunks for o in c.fw]
+        n_all = sum(owned.get(o.module, 0) for o in ops)
+        n_dt = n_all if fsdp else sum(owned.get(o.module, 0) for o in ops
+                                      if o.role in sharded_roles)
+        if not n_dt:
+            continue
+        mixed = n_dt < n_all
+        per = optimizer_per_param(profile, foreach=foreach and not mixed, params=OPTIM_PARAMS)
+        if per is None:
+            continue
+        plan.update_us[s] += n_dt * per.value * slowdown
+        if s == 0:
+            notes.append(per.note + (f"; {n_dt} DTensor parameter(s) on stage 0"
+                                     + (" among plain ones: per-parameter loop" if mixed
+                                        else "")))
+    return notes
+
+
+def _fsdp_units(fw: list[Op], bw: list[Op], workload: Workload, owned: dict[str, int],
+                layout: Layout, cost: FsdpUnitCost, times: np.ndarray, slowdown: float) -> None:
+    """Per FSDP unit: hook + copy cost on its first forward and first backward op."""
+    bw_units = fsdp_units(bw, workload.has_blocks)
+    for unit, ops in fsdp_units(fw, workload.has_blocks).items():
+        n = sum(owned.get(o.module, 0) for o in ops)
+        if not n:
+            continue
+        nbytes = sum(tp_param_bytes(o, layout.tp) for o in ops)
+        c_fw, c_bw = fsdp_copy_us(nbytes, layout.dp, cost.copy_bytes_per_us)
+        times[ops[0].index] += (cost.fw_us(n) + c_fw) * slowdown
+        first_bw = bw_units.get(unit)
+        if first_bw:
+            times[first_bw[0].index] += (cost.bw_us(n) + c_bw) * slowdown
