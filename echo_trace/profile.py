@@ -54,7 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mode", choices=("runtime", "graph"), default="runtime",
                    help="runtime: train and capture; graph: operator graph, no training")
     p.add_argument("--nproc", type=int, default=1,
-                   help="processes to launch with torchrun (runtime mode; default 1)")
+                   help="runtime: processes to launch with torchrun; graph: data-parallel "
+                        "ranks in the Chakra export (default 1)")
     p.add_argument("--tiny", action="store_true",
                    help="shrink a transformers config (2 layers, hidden 64, 2 heads) for CI")
     p.add_argument("--config-overrides", default=None,
@@ -70,6 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="memory bandwidth GB/s (default 2039, A100 80GB SXM)")
     g.add_argument("--efficiency", type=float, default=0.5,
                    help="fraction of peak FLOP/s reached (default 0.5)")
+    g.add_argument("--device-name", default="a100",
+                   help="device the roofline figures describe, written to meta.json so "
+                        "echo_sim can rescale (default a100)")
     return p
 
 
@@ -86,8 +90,6 @@ def _check(opts: argparse.Namespace) -> None:
         raise ProfileError(f"--efficiency {opts.efficiency}: expected a number in (0, 1]")
     if opts.peak_tflops <= 0 or opts.mem_bw_gbs <= 0:
         raise ProfileError("--peak-tflops and --mem-bw-gbs must be > 0")
-    if opts.mode == "graph" and opts.nproc > 1:
-        raise ProfileError("--nproc applies to --mode runtime only (graph mode runs nothing)")
     if opts.framework == "megatron" and opts.model_source == "local":
         raise ProfileError("--framework megatron builds megatron-core's GPTModel: use "
                            "--model gpt (no --model-source local)")
@@ -126,7 +128,8 @@ def _run_graph(opts: argparse.Namespace) -> int:
                              overrides=parse_overrides(opts.config_overrides))
     spec = GraphSpec(path=opts.path, steps=opts.num_repeats, peak_tflops=opts.peak_tflops,
                      mem_bw_gbs=opts.mem_bw_gbs, efficiency=opts.efficiency,
-                     overwrite=opts.overwrite, framework=opts.framework)
+                     overwrite=opts.overwrite, framework=opts.framework,
+                     device_name=opts.device_name, data_parallel=opts.nproc)
     res = write_graph_trace(bundle, spec)
     print(f"echo-trace profile: graph of {res.num_ops} operators ({res.method}) in "
           f"{res.num_events} events -> {res.rank_dir}")
@@ -173,7 +176,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             else "local"
     try:
         _check(opts)
-        if opts.nproc > 1 and "WORLD_SIZE" not in os.environ:
+        if opts.nproc > 1 and opts.mode == "runtime" and "WORLD_SIZE" not in os.environ:
             return _launch(opts, args)
         if opts.mode == "graph":
             return _run_graph(opts)
