@@ -140,14 +140,17 @@ def run_runtime(spec: RuntimeSpec, bundle: ModelBundle) -> RunResult:
             cap.step()
             if spec.warmup <= step < spec.warmup + spec.repeats:
                 times_us.append((time.perf_counter() - t0) * 1e6)
-    mb = bundle.info.get("micro_batch_size")
-    extra: dict[str, Any] = {}
     if engine is not None:
-        extra = {"zero_stage": spec.zero_stage, "deepspeed_config": ds_cfg}
+        from integrations.deepspeed import deepspeed_training_meta
+
+        training = deepspeed_training_meta(engine)
+        training["deepspeed_config"] = ds_cfg
         if cap.rank_dir is not None and cap.written is not None:
-            extra["collectives"] = comm_summary(cap.rank_dir)
-    training = training_meta(framework=spec.framework, micro_batch_size=mb,
-                             gradient_accumulation_steps=1, data_parallel_size=world, **extra)
+            training["collectives"] = comm_summary(cap.rank_dir)
+    else:
+        training = training_meta(framework=spec.framework,
+                                 micro_batch_size=bundle.info.get("micro_batch_size"),
+                                 gradient_accumulation_steps=1, data_parallel_size=world)
     if cap.written is not None:
         annotate_meta(cap.rank_dir, training, model=bundle.info)
     step_us = statistics.median(times_us) if times_us else 0.0
