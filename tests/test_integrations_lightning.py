@@ -20,7 +20,7 @@ def test_lightning_callback_records_steps_and_batches(tmp_path: Path) -> None:
     from echo_sim.trace.validate import validate
     from integrations.lightning import EchoTraceCallback
 
-    class Regressor(pl.LightningModule):  # type: ignore[misc]
+    class Regressor(pl.LightningModule):  # type: ignore[misc,name-defined]
         def __init__(self) -> None:
             super().__init__()
             self.net = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(),
