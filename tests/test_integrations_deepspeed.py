@@ -69,5 +69,22 @@ def test_deepspeed_zero_two_ranks(tmp_path: Path, stage: int) -> None:
     assert {f"Comm.{c}" for c in EXPECTED[stage]} <= names
 
 
+@pytest.mark.slow
+def test_profile_cli_deepspeed_framework(tmp_path: Path) -> None:
+    from tests.harness import run_python
+
+    res = run_python(["-m", "echo_trace.profile", "--framework", "deepspeed", "--model-source",
+                      "local", "--model", "tests.test_profile:make_gpt", "--batch-size", "2",
+                      "--seq-len", "16", "--num-repeats", "2", "--zero-stage", "1",
+                      "--path", str(tmp_path)], timeout=240)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "step time" in res.stdout
+    meta = json.loads((tmp_path / "0_0" / "meta.json").read_text())
+    t = meta["training"]
+    assert (t["framework"], t["zero_stage"], t["micro_batch_size"], t["global_batch_size"]) \
+        == ("deepspeed", 1, 2, 2)
+    assert meta["steps"] == [2, 3]
+
+
 if __name__ == "__main__":
     _worker(int(sys.argv[1]), sys.argv[2])

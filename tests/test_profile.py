@@ -137,6 +137,19 @@ def test_bad_input_is_one_line_exit_2(tmp_path: Path, args: list[str], flag: str
     assert len(lines) == 1 and flag in lines[0], res.stderr
 
 
+def test_echo_trace_profile_subcommand_in_process(capsys: pytest.CaptureFixture[str]) -> None:
+    """``echo-trace profile ...`` (the console script) takes the same flags."""
+    from echo_trace.profile import main
+
+    assert main(["profile", "--model", "gpt2", "--model-source", "huggingface",
+                 "--num-repeats", "0"]) == 2
+    assert "--num-repeats 0" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        main(["profile", "--help"])
+    assert exc.value.code == 0
+    assert "--framework" in capsys.readouterr().out
+
+
 @pytest.mark.slow
 def test_nproc_two_ranks_ddp(tmp_path: Path) -> None:
     res = _profile(*HF_ARGS, "--nproc", "2", "--path", str(tmp_path), timeout=300)
