@@ -48,8 +48,7 @@ class RuntimeSpec:
             raise ValueError(f"repeats={self.repeats}: expected >= 1")
         if self.steps is None:
             object.__setattr__(self, "steps", self.warmup + self.repeats)
-        assert self.steps is not None
-        if self.steps < self.warmup + self.repeats:
+        elif self.steps < self.warmup + self.repeats:
             raise ValueError(f"steps={self.steps}: expected >= warmup + repeats "
                              f"({self.warmup + self.repeats})")
         if self.zero_stage not in (0, 1, 2, 3):
@@ -118,13 +117,13 @@ def run_runtime(spec: RuntimeSpec, bundle: ModelBundle) -> RunResult:
 
             trained = DDP(model, device_ids=[device.index] if device.type == "cuda" else None)
         opt = torch.optim.AdamW(model.parameters(), lr=spec.lr)
-    assert spec.steps is not None
+    total_steps = spec.steps if spec.steps is not None else spec.warmup + spec.repeats
     cap = echo_trace.capture(out_dir=spec.path, start_step=spec.warmup,
                              end_step=spec.warmup + spec.repeats, model=trained,
                              overwrite=spec.overwrite, gzip=spec.gzip)
     times_us: list[float] = []
     with cap:
-        for step in range(spec.steps):
+        for step in range(total_steps):
             t0 = time.perf_counter()
             batch = to_device(bundle.make_batch(), device)
             if engine is not None:

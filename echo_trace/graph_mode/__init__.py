@@ -62,6 +62,7 @@ def write_graph_trace(bundle: Any, spec: GraphSpec) -> GraphResult:
     """Export ``bundle.model`` on one ``bundle.make_batch()`` and write the files."""
     import torch
 
+    import echo_trace
     from echo_trace.dag import build_step_dag, dag_gml
     from echo_trace.graph_mode.ops import operator_graph
     from echo_trace.graph_mode.workload import (
@@ -89,7 +90,7 @@ def write_graph_trace(bundle: Any, spec: GraphSpec) -> GraphResult:
     base_ns = int(time.time()) * 1_000_000_000
     info = dict(getattr(bundle, "info", {}) or {})
     meta: dict[str, Any] = {
-        "echo_version": "0.1.0", "torch_version": torch.__version__, "rank": 0,
+        "echo_version": echo_trace.__version__, "torch_version": torch.__version__, "rank": 0,
         "local_rank": 0, "node_rank": 0, "world_size": 1, "local_world_size": 1,
         "rank_source": "single", "backend": None, "device": "cuda", "device_name": spec.device_name,
         "host": socket.gethostname(), "pid": os.getpid(), "steps": list(range(spec.steps)),

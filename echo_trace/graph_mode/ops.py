@@ -55,7 +55,8 @@ class OpNode:
     param_bytes: int
     deps: list[int] = field(default_factory=list)  # indices of producing operators
     trivial: bool = False
-    inputs: list[tuple[int, int]] = field(default_factory=list)  # (producer or -1, bytes)
+    # activation inputs: (source node name, producing operator index or -1, bytes)
+    inputs: list[tuple[str, int, int]] = field(default_factory=list)
 
 
 @dataclass
@@ -244,7 +245,7 @@ def operator_graph(model: Any, batch: Any, loss_fn: Callable[[Any], Any] | None 
             path, mtype = "", "loss"
         in_bytes = param_bytes = 0
         deps: list[int] = []
-        inputs: list[tuple[int, int]] = []
+        inputs: list[tuple[str, int, int]] = []
         for a in n.all_input_nodes:
             v = a.meta.get("val")
             kind = placeholders.get(a.name)
@@ -252,7 +253,7 @@ def operator_graph(model: Any, batch: Any, loss_fn: Callable[[Any], Any] | None 
                 param_bytes += _nbytes(v)
             else:
                 in_bytes += _nbytes(v)
-                inputs.append((index_of.get(a.name, -1), _nbytes(v)))
+                inputs.append((a.name, index_of.get(a.name, -1), _nbytes(v)))
             if a.name in index_of:
                 deps.append(index_of[a.name])
         trivial = op in _VIEW_OPS or n.target is operator.getitem

@@ -92,18 +92,18 @@ def group_ops(graph: OpGraph) -> list[Group]:
     consumed_outside: set[int] = set()
     has_consumer: set[int] = set()
     for gi, g in enumerate(groups):
-        seen: set[int] = set()
+        seen: set[int | str] = set()  # each outside tensor counted once per group
         for o in g.ops:
             g.flops += o.flops
             g.param_bytes += o.param_bytes
-            for producer, nbytes in o.inputs:
+            for source, producer, nbytes in o.inputs:
                 src = _resolve(ops, producer) if producer >= 0 else -1
                 if src >= 0:
                     has_consumer.add(src)
                     if owner.get(src) == gi:
                         continue
                     consumed_outside.add(src)
-                key = src if src >= 0 else -(producer + 2) - 1_000_000 * len(seen)
+                key: int | str = src if src >= 0 else source
                 if key in seen:
                     continue
                 seen.add(key)
@@ -166,7 +166,7 @@ def chakra_nodes(graph: OpGraph, roof: Roofline, total_param_bytes: int,
     consumers: dict[int, list[int]] = {o.index: [] for o in ops}
     for o in ops:
         deps: list[int] = []
-        for producer, _ in o.inputs:
+        for _, producer, _ in o.inputs:
             src = _resolve(graph.ops, producer) if producer >= 0 else -1
             if src in fw_id and fw_id[src] not in deps:
                 deps.append(fw_id[src])
