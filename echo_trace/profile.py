@@ -122,6 +122,19 @@ def _run_graph(opts: argparse.Namespace) -> int:
 
         bundle = build_gpt(opts.batch_size, opts.seq_len, tiny=opts.tiny,
                            overrides=parse_overrides(opts.config_overrides))
+    elif opts.model_source == "huggingface":
+        # no weights needed: parameters live on the meta device (a 70B config fits anywhere)
+        import torch
+
+        from echo_trace.profile_models import ModelBundle, to_device
+
+        with torch.device("meta"):
+            built = build_model(opts.model, opts.model_source, batch_size=opts.batch_size,
+                                seq_len=opts.seq_len, tiny=opts.tiny,
+                                overrides=parse_overrides(opts.config_overrides))
+        make = built.make_batch
+        bundle = ModelBundle(model=built.model, loss_fn=built.loss_fn, info=built.info,
+                             make_batch=lambda: to_device(make(), torch.device("meta")))
     else:
         bundle = build_model(opts.model, opts.model_source, batch_size=opts.batch_size,
                              seq_len=opts.seq_len, tiny=opts.tiny,

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["TINY_OVERRIDES", "ModelBundle", "ProfileError", "build_model", "call_model",
-           "hf_config", "loss_of", "parse_overrides"]
+           "hf_config", "loss_of", "parse_overrides", "to_device"]
 
 #: Config attributes ``--tiny`` sets (transformers' ``attribute_map`` maps them onto each
 #: family's own names, e.g. gpt2's ``n_layer``/``n_embd``/``n_head``).
