@@ -160,3 +160,24 @@ def test_nproc_two_ranks_ddp(tmp_path: Path) -> None:
     assert meta["training"]["data_parallel_size"] == 2
     assert meta["training"]["global_batch_size"] == 4
     assert any(n.startswith("Comm.") for n in trace.names)  # DDP's gradient all-reduce
+
+
+def test_graph_mode_full_size_llama_on_meta_device(tmp_path: Path) -> None:
+    """A 4096-wide Llama needs no weights in graph mode; FLOPs follow the architecture."""
+    res = _profile("--framework", "huggingface", "--model", "llama", "--config-overrides",
+                   "num_hidden_layers=2", "--batch-size", "1", "--seq-len", "128", "--mode",
+                   "graph", "--num-repeats", "1", "--path", str(tmp_path))
+    assert res.returncode == 0, res.stderr[-2000:]
+    trace = _load_valid(tmp_path)
+    from echo_sim.trace.model import Cat
+
+    cfg = transformers.LlamaConfig()
+    b, s, h, i, v = 1, 128, cfg.hidden_size, cfg.intermediate_size, cfg.vocab_size
+    kv = cfg.num_key_value_heads * (h // cfg.num_attention_heads)
+    # q, o: 2bsh² each; k, v: 2bsh·kv each; SwiGLU gate/up/down: 3 · 2bshi; attention 4bs²h
+    per_layer = 2 * b * s * h * (2 * h + 2 * kv) + 3 * 2 * b * s * h * i + 4 * b * s * s * h
+    ev = trace.events
+    fw = ev.cat == int(Cat.FW)
+    assert float(ev.flops[fw].sum()) == 2 * per_layer + 2 * b * s * h * v
+    meta = json.loads((tmp_path / "0_0" / "meta.json").read_text())
+    assert meta["param_bytes"] > 2 * 4 * h * h * 2  # the real parameter table, not allocated
