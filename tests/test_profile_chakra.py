@@ -137,3 +137,27 @@ def test_graph_refuses_nonempty_dir(tmp_path: Path) -> None:
     with pytest.raises(ProfileError, match="--overwrite"):
         write_graph_trace(_mlp_bundle(), GraphSpec(path=str(tmp_path)))
     write_graph_trace(_mlp_bundle(), GraphSpec(path=str(tmp_path), overwrite=True))
+
+
+def test_fx_fallback_agrees_with_export_on_a_cnn() -> None:
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(),
+                                torch.nn.Conv2d(8, 4, 3, groups=2), torch.nn.Flatten(),
+                                torch.nn.Linear(4 * 6 * 6, 10))
+    x = torch.randn(2, 3, 8, 8)
+    ex = operator_graph(model, x, method="export")
+    fx = operator_graph(model, x, method="fx")
+    assert (ex.method, fx.method) == ("torch.export", "torch.fx")
+    ex_groups = {g.name: g for g in group_ops(ex)}
+    fx_groups = {g.name: g for g in group_ops(fx)}
+    for name in ("0", "2", "4"):  # registry formulas (export) == module formulas (FX)
+        assert ex_groups[name].flops == fx_groups[name].flops > 0
+        assert ex_groups[name].param_bytes == fx_groups[name].param_bytes
+    assert fx_groups["0"].flops == 2.0 * (2 * 8 * 8 * 8) * 3 * 9
+    assert "loss" in ex_groups and "loss" not in fx_groups
+
+
+def test_operator_graph_rejects_unknown_method() -> None:
+    b = _mlp_bundle()
+    with pytest.raises(ValueError, match="method='jit'"):
+        operator_graph(b.model, b.make_batch(), method="jit")

@@ -2,7 +2,8 @@
 
 :func:`operator_graph` exports ``model(batch)`` (and its loss) with ``torch.export``
 (non-strict), falling back to ``torch.fx.symbolic_trace`` + shape propagation when export
-fails. Tensors are fake where export allows, so nothing is computed on real data.
+fails (positional inputs only; leaf modules stay whole and the loss is left out). Export
+runs on fake tensors, so nothing is computed on real data.
 
 Per operator (:class:`OpNode`):
 
@@ -10,7 +11,8 @@ Per operator (:class:`OpNode`):
   ``""`` for ops of the loss outside the model;
 * ``flops``: matrix products only, as echo_trace counts them (docs/trace-format.md: Linear
   ``2·in·out·rows``): ``torch.utils.flop_counter``'s registry (mm, addmm, bmm, conv, ...)
-  plus ``linear`` = 2·rows·in·out and ``scaled_dot_product_attention`` = 4·b·h·sq·sk·d
+  plus ``linear`` = 2·rows·in·out, ``conv1d/2d/3d`` = 2·outputs·(in/groups)·kernel and
+  ``scaled_dot_product_attention`` = 4·b·h·sq·sk·d
   (Q·Kᵀ and P·V, 2 FLOPs per multiply-add; Narayanan et al. 2021 §5.1's 4bs²h);
   element-wise operators count 0 and are timed by their bytes;
 * ``in_bytes`` / ``out_bytes`` / ``param_bytes``: tensor bytes read (activations, and
@@ -118,11 +120,31 @@ def _extra_flops(op: str, args: tuple[Any, ...], out: Any) -> float | None:
         x, w = args[0], args[1]
         rows = x.numel() // max(1, x.shape[-1])
         return 2.0 * rows * w.shape[0] * w.shape[1]
+    if op in ("conv1d", "conv2d", "conv3d") and len(args) >= 2 \
+            and isinstance(args[1], torch.Tensor) and isinstance(out, torch.Tensor):
+        # weight [out, in/groups, *kernel]: one multiply-add per weight per output element
+        return 2.0 * out.numel() * math.prod(int(d) for d in args[1].shape[1:])
     if op == "scaled_dot_product_attention" and len(args) >= 3:
         q, k = args[0], args[1]
         b_h = math.prod(int(d) for d in q.shape[:-2])
         return 4.0 * b_h * q.shape[-2] * k.shape[-2] * q.shape[-1]
     return None
+
+
+def _module_flops(mod: Any, out: Any) -> float:
+    """FLOPs of a whole leaf module (FX graphs): Linear 2·rows·in·out; Conv 2·out·(in/groups)·
+    kernel (one multiply-add per weight per output element); else 0."""
+    import torch
+
+    if not isinstance(out, torch.Tensor):
+        return 0.0
+    if isinstance(mod, torch.nn.Linear):
+        rows = out.numel() // max(1, mod.out_features)
+        return 2.0 * rows * mod.in_features * mod.out_features
+    if isinstance(mod, torch.nn.modules.conv._ConvNd):
+        per_out = mod.in_channels // mod.groups * math.prod(mod.kernel_size)
+        return 2.0 * out.numel() * per_out
+    return 0.0
 
 
 def _flops(target: Any, op: str, args: tuple[Any, ...], kwargs: dict[str, Any],
@@ -162,31 +184,45 @@ class _LossModule:
         return LossOf()
 
 
-def _export(wrapper: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+def _export(wrapper: Any, args: tuple[Any, ...], kwargs: dict[str, Any], method: str,
             ) -> tuple[Any, str, set[str]]:
     """(fx graph module with ``meta['val']`` on nodes, method name, names of the placeholders
-    that hold parameters or buffers)."""
+    that hold parameters or buffers). ``method``: ``auto`` (export, else FX), ``export``,
+    ``fx``."""
     import torch
 
-    try:
-        ep = torch.export.export(wrapper, args=args, kwargs=kwargs, strict=False)
-        sig = ep.graph_signature
-        state = set(sig.inputs_to_parameters) | set(sig.inputs_to_buffers)
-        state |= set(getattr(sig, "inputs_to_lifted_tensor_constants", {}) or {})
-        return ep.graph_module, "torch.export", state
-    except Exception as export_error:  # noqa: BLE001 - any export failure: try FX
+    export_error: Exception | None = None
+    if method in ("auto", "export"):
         try:
-            from torch.fx.passes.shape_prop import ShapeProp
+            ep = torch.export.export(wrapper, args=args, kwargs=kwargs, strict=False)
+            sig = ep.graph_signature
+            state = set(sig.inputs_to_parameters) | set(sig.inputs_to_buffers)
+            state |= set(getattr(sig, "inputs_to_lifted_tensor_constants", {}) or {})
+            return ep.graph_module, "torch.export", state
+        except Exception as e:  # noqa: BLE001 - any export failure: try FX
+            if method == "export":
+                raise RuntimeError(f"torch.export failed: {e}") from None
+            export_error = e
+    try:
+        return _fx_trace(wrapper.model, args, kwargs), "torch.fx", set()
+    except Exception as fx_error:  # noqa: BLE001
+        why = f"torch.export failed ({export_error}); " if export_error else ""
+        raise RuntimeError(f"{why}FX symbolic trace failed ({fx_error})") from None
 
-            gm = torch.fx.symbolic_trace(wrapper)
-            flat = list(args) + list(kwargs.values())
-            ShapeProp(gm).propagate(*flat)
-            for n in gm.graph.nodes:  # ShapeProp stores metadata, not values
-                n.meta.setdefault("val", _meta_value(n))
-            return gm, "torch.fx", set()
-        except Exception as fx_error:  # noqa: BLE001
-            raise RuntimeError(f"torch.export failed ({export_error}); FX symbolic trace "
-                               f"failed too ({fx_error})") from None
+
+def _fx_trace(model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``torch.fx.symbolic_trace(model)`` + shape propagation (positional inputs only; the
+    loss is not part of an FX graph)."""
+    import torch
+    from torch.fx.passes.shape_prop import ShapeProp
+
+    if kwargs:
+        raise ValueError("FX tracing takes positional inputs only (the batch is a dict)")
+    gm = torch.fx.symbolic_trace(model)
+    ShapeProp(gm).propagate(*args)
+    for n in gm.graph.nodes:  # ShapeProp stores tensor metadata, not values
+        n.meta.setdefault("val", _meta_value(n))
+    return gm
 
 
 def _meta_value(node: Any) -> Any:
@@ -201,8 +237,13 @@ def _meta_value(node: Any) -> Any:
 
 
 def operator_graph(model: Any, batch: Any, loss_fn: Callable[[Any], Any] | None = None,
-                   ) -> OpGraph:
-    """Export ``loss(model(batch))`` and describe every operator (module docstring)."""
+                   *, method: str = "auto") -> OpGraph:
+    """Export ``loss(model(batch))`` and describe every operator (module docstring).
+
+    ``method``: ``auto`` (torch.export, else FX), ``export`` or ``fx``.
+    """
+    if method not in ("auto", "export", "fx"):
+        raise ValueError(f"method={method!r}: expected auto, export or fx")
     import torch
 
     config = getattr(model, "config", None)
@@ -216,7 +257,7 @@ def operator_graph(model: Any, batch: Any, loss_fn: Callable[[Any], Any] | None 
         args, kwargs = tuple(batch), {}
     else:
         args, kwargs = (batch,), {}
-    gm, method, state = _export(wrapper, args, kwargs)
+    gm, used, state = _export(wrapper, args, kwargs, method)
     placeholders: dict[str, str] = {}  # node name -> "param" | "input"
     ops: list[OpNode] = []
     index_of: dict[str, int] = {}
@@ -233,7 +274,12 @@ def operator_graph(model: Any, batch: Any, loss_fn: Callable[[Any], Any] | None 
         val = n.meta.get("val")
         stack = n.meta.get("nn_module_stack") or {}
         path, mtype = ("", "")
-        if stack:
+        sub = gm.get_submodule(n.target) if n.op == "call_module" else None
+        if sub is not None:  # FX keeps leaf modules whole
+            path, mtype, op = "model." + str(n.target), type(sub).__name__, type(sub).__name__
+        elif used == "torch.fx":
+            path = "model"
+        elif stack:
             path, mtype = list(stack.values())[-1]
             mtype = str(mtype).rsplit(".", 1)[-1].rstrip("'>")
         path = str(path)
@@ -259,7 +305,11 @@ def operator_graph(model: Any, batch: Any, loss_fn: Callable[[Any], Any] | None 
         trivial = op in _VIEW_OPS or n.target is operator.getitem
         args_v = torch.fx.node.map_arg(n.args, lambda x: x.meta.get("val"))
         kwargs_v = torch.fx.node.map_arg(n.kwargs, lambda x: x.meta.get("val"))
-        flops = 0.0 if trivial else _flops(n.target, op, tuple(args_v), dict(kwargs_v), val)
+        if sub is not None:
+            param_bytes += sum(_nbytes(p) for p in sub.parameters(recurse=False))
+            flops = _module_flops(sub, val)
+        else:
+            flops = 0.0 if trivial else _flops(n.target, op, tuple(args_v), dict(kwargs_v), val)
         shapes, dtypes = _shapes(val)
         index_of[n.name] = len(ops)
         ops.append(OpNode(index=len(ops), name=n.name, op=op, module=path,
@@ -272,4 +322,4 @@ def operator_graph(model: Any, batch: Any, loss_fn: Callable[[Any], Any] | None 
                "dtype": str(p.dtype).removeprefix("torch."),
                "bytes": int(p.numel()) * int(p.element_size())}
               for name, p in model.named_parameters()]
-    return OpGraph(ops=ops, params=params, method=method, root_type=type(model).__name__)
+    return OpGraph(ops=ops, params=params, method=used, root_type=type(model).__name__)
