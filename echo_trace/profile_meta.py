@@ -42,20 +42,26 @@ def training_meta(*, framework: str, micro_batch_size: int | None,
 
 
 def comm_summary(rank_dir: str | Path) -> dict[str, dict[str, int]]:
-    """Per collective name in the rank's trace: ``{"count": n, "bytes": total}``."""
+    """Per collective name in the rank's trace: ``{"count": n, "bytes": total}`` ({} when the
+    trace cannot be read; never raises)."""
     d = Path(rank_dir)
     path = d / "trace.json"
-    if not path.exists():
-        import gzip
+    try:
+        if not path.exists():
+            import gzip
 
-        raw = gzip.decompress((d / "trace.json.gz").read_bytes())
-    else:
-        raw = path.read_bytes()
+            raw = gzip.decompress((d / "trace.json.gz").read_bytes())
+        else:
+            raw = path.read_bytes()
+        events = json.loads(raw).get("traceEvents", [])
+    except (OSError, ValueError, EOFError) as e:
+        log.warning("echo_trace: could not summarise the collectives of %s (%s)", d, e)
+        return {}
     out: dict[str, dict[str, int]] = {}
-    for e in json.loads(raw).get("traceEvents", []):
-        if e.get("cat") != "Comm" or e.get("ph") != "X":
+    for ev in events:
+        if ev.get("cat") != "Comm" or ev.get("ph") != "X":
             continue
-        a = e.get("args") or {}
+        a = ev.get("args") or {}
         c = str(a.get("collective", "unknown"))
         slot = out.setdefault(c, {"count": 0, "bytes": 0})
         slot["count"] += 1

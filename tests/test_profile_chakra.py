@@ -161,3 +161,30 @@ def test_operator_graph_rejects_unknown_method() -> None:
     b = _mlp_bundle()
     with pytest.raises(ValueError, match="method='jit'"):
         operator_graph(b.model, b.make_batch(), method="jit")
+
+
+def test_hf_config_from_local_dir_and_overrides(tmp_path: Path) -> None:
+    transformers = pytest.importorskip("transformers", reason="transformers is not installed")
+    from echo_trace.profile_models import ProfileError, hf_config, parse_overrides
+
+    transformers.GPT2Config(n_layer=3, n_embd=48, n_head=3).save_pretrained(tmp_path)
+    cfg = hf_config(str(tmp_path), overrides=parse_overrides("n_head=4,n_embd=64"), seq_len=4096)
+    assert (cfg.n_layer, cfg.n_head, cfg.n_embd, cfg.n_positions) == (3, 4, 64, 4096)
+    assert parse_overrides("a=1, b=0.5,c=true,d=none,e=x") == {
+        "a": 1, "b": 0.5, "c": True, "d": None, "e": "x"}
+    with pytest.raises(ProfileError, match="no attribute 'n_nope'"):
+        hf_config("gpt2", overrides={"n_nope": 1})
+
+
+def test_annotate_meta_fills_training_and_survives_missing_files(tmp_path: Path) -> None:
+    from echo_trace.profile_meta import annotate_meta, comm_summary, training_meta
+
+    t = training_meta(framework="x", micro_batch_size=4, gradient_accumulation_steps=2,
+                      data_parallel_size=3)
+    assert t["global_batch_size"] == 24
+    (tmp_path / "meta.json").write_text(json.dumps({"micro_batch_size": None, "rank": 0}))
+    assert annotate_meta(tmp_path, t)
+    meta = json.loads((tmp_path / "meta.json").read_text())
+    assert (meta["micro_batch_size"], meta["global_batch_size"], meta["training"]) == (4, 24, t)
+    assert not annotate_meta(tmp_path / "missing", t)
+    assert comm_summary(tmp_path / "missing") == {}
