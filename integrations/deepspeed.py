@@ -19,6 +19,7 @@ Install: ``pip install 'echo-sim[deepspeed]'``.
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 from types import TracebackType
@@ -28,6 +29,8 @@ import echo_trace
 from echo_trace.profile_meta import annotate_meta, comm_summary, training_meta
 
 __all__ = ["DeepSpeedTrace", "deepspeed_training_meta", "initialize_engine", "trace_engine"]
+
+log = logging.getLogger("echo_trace")
 
 
 def deepspeed_training_meta(engine: Any) -> dict[str, Any]:
@@ -84,7 +87,12 @@ class DeepSpeedTrace:
         cap = self.cap
         if self._annotated or cap.written is None or cap.rank_dir is None:
             return
-        training = deepspeed_training_meta(self.engine)
+        try:
+            training = deepspeed_training_meta(self.engine)
+        except Exception as e:  # noqa: BLE001 - metadata must never stop training
+            log.warning("echo_trace: could not read the training configuration (%s)", e)
+            self._annotated = True
+            return
         training["collectives"] = comm_summary(cap.rank_dir)
         self._annotated = annotate_meta(cap.rank_dir, training)
 

@@ -15,6 +15,7 @@ meta.json gets ``training`` from ``TrainingArguments``: ``micro_batch_size``
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
@@ -24,6 +25,8 @@ import echo_trace
 from echo_trace.profile_meta import annotate_meta, training_meta
 
 __all__ = ["EchoTraceCallback", "trainer_training_meta"]
+
+log = logging.getLogger("echo_trace")
 
 
 def trainer_training_meta(args: Any) -> dict[str, Any]:
@@ -52,7 +55,10 @@ class EchoTraceCallback(TrainerCallback):  # type: ignore[misc]
 
     def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None,
                        **kwargs: Any) -> None:
-        self._training = trainer_training_meta(args)
+        try:
+            self._training = trainer_training_meta(args)
+        except Exception as e:  # noqa: BLE001 - metadata must never stop training
+            log.warning("echo_trace: could not read TrainingArguments (%s)", e)
         self.cap = echo_trace.capture(self.out_dir, self.start_step, self.end_step,
                                       model=model, **self.capture_kwargs)
         self.cap.start()
@@ -71,6 +77,6 @@ class EchoTraceCallback(TrainerCallback):  # type: ignore[misc]
 
     def _annotate(self) -> None:
         cap = self.cap
-        if self._annotated or cap is None or cap.written is None:
+        if self._annotated or cap is None or cap.written is None or not self._training:
             return
         self._annotated = annotate_meta(cap.rank_dir, self._training)

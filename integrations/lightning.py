@@ -14,6 +14,7 @@ to ``training_step``), ``gradient_accumulation_steps`` (``trainer.accumulate_gra
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
@@ -26,6 +27,8 @@ except ImportError:
     import pytorch_lightning as pl
 
 __all__ = ["EchoTraceCallback", "batch_size_of"]
+
+log = logging.getLogger("echo_trace")
 
 
 def batch_size_of(batch: Any) -> int | None:
@@ -89,8 +92,13 @@ class EchoTraceCallback(pl.Callback):  # type: ignore[misc]
         cap, trainer = self.cap, self._trainer
         if self._annotated or cap is None or cap.written is None or trainer is None:
             return
-        training = training_meta(
-            framework="lightning", micro_batch_size=self.micro_batch_size,
-            gradient_accumulation_steps=int(trainer.accumulate_grad_batches),
-            data_parallel_size=int(trainer.world_size))
+        try:
+            training = training_meta(
+                framework="lightning", micro_batch_size=self.micro_batch_size,
+                gradient_accumulation_steps=int(trainer.accumulate_grad_batches),
+                data_parallel_size=int(trainer.world_size))
+        except Exception as e:  # noqa: BLE001 - metadata must never stop training
+            log.warning("echo_trace: could not read the Lightning trainer (%s)", e)
+            self._annotated = True
+            return
         self._annotated = annotate_meta(cap.rank_dir, training)

@@ -23,6 +23,7 @@ test drives. Install: ``pip install --no-deps megatron-core`` (``echo-sim[megatr
 
 from __future__ import annotations
 
+import logging
 import os
 from types import TracebackType
 from typing import Any
@@ -32,6 +33,8 @@ from echo_trace.profile_meta import annotate_meta, comm_summary, training_meta
 from echo_trace.profile_models import ModelBundle, ProfileError
 
 __all__ = ["MegatronTrace", "build_gpt", "megatron_trace", "megatron_training_meta"]
+
+log = logging.getLogger("echo_trace")
 
 
 def megatron_training_meta() -> dict[str, Any]:
@@ -89,7 +92,12 @@ class MegatronTrace:
         cap = self.cap
         if self._annotated or cap.written is None or cap.rank_dir is None:
             return
-        training = megatron_training_meta()
+        try:
+            training = megatron_training_meta()
+        except Exception as e:  # noqa: BLE001 - metadata must never stop training
+            log.warning("echo_trace: could not read the training configuration (%s)", e)
+            self._annotated = True
+            return
         training["collectives"] = comm_summary(cap.rank_dir)
         self._annotated = annotate_meta(cap.rank_dir, training)
 
