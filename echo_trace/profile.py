@@ -61,7 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config-overrides", default=None,
                    help="transformers config attributes, e.g. n_layer=2,n_embd=64")
     p.add_argument("--zero-stage", type=int, default=1, choices=(0, 1, 2, 3),
-                   help="DeepSpeed ZeRO stage (default 1)")
+                   help="DeepSpeed ZeRO stage (default 1); graph mode: the collectives of "
+                        "the Chakra export with --framework deepspeed")
     p.add_argument("--overwrite", action="store_true", help="replace files already in --path")
     p.add_argument("--gzip", action="store_true", help="write trace.json.gz")
     g = p.add_argument_group("graph mode roofline (default: one A100, bf16 dense)")
@@ -142,7 +143,8 @@ def _run_graph(opts: argparse.Namespace) -> int:
     spec = GraphSpec(path=opts.path, steps=opts.num_repeats, peak_tflops=opts.peak_tflops,
                      mem_bw_gbs=opts.mem_bw_gbs, efficiency=opts.efficiency,
                      overwrite=opts.overwrite, framework=opts.framework,
-                     device_name=opts.device_name, data_parallel=opts.nproc)
+                     device_name=opts.device_name, data_parallel=opts.nproc,
+                     zero_stage=opts.zero_stage if opts.framework == "deepspeed" else 0)
     res = write_graph_trace(bundle, spec)
     print(f"echo-trace profile: graph of {res.num_ops} operators ({res.method}) in "
           f"{res.num_events} events -> {res.rank_dir}")

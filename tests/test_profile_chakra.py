@@ -188,3 +188,28 @@ def test_annotate_meta_fills_training_and_survives_missing_files(tmp_path: Path)
     assert (meta["micro_batch_size"], meta["global_batch_size"], meta["training"]) == (4, 24, t)
     assert not annotate_meta(tmp_path / "missing", t)
     assert comm_summary(tmp_path / "missing") == {}
+
+
+@pytest.mark.parametrize("stage", [0, 2, 3])
+def test_chakra_zero_stage_collectives(tmp_path: Path, stage: int) -> None:
+    Meta, Node = _chakra_classes()
+    write_graph_trace(_mlp_bundle(), GraphSpec(path=str(tmp_path), data_parallel=4,
+                                               zero_stage=stage))
+    nodes = [Node.FromString(m) for m in
+             _read_messages((tmp_path / "chakra" / "et.3.et").read_bytes())[1:]]
+    comm: dict[int, list[int]] = {}
+    for n in nodes:
+        assert all(d < n.id for d in n.data_deps)
+        if n.type == 7:
+            a = {x.name: x.int64_val for x in n.attr}
+            comm.setdefault(a["comm_type"], []).append(a["comm_size"])
+    params = ((16 * 32 + 32) + (32 * 8 + 8)) * 4
+    all_reduce, all_gather, reduce_scatter = 0, 2, 7  # CollectiveCommType
+    if stage == 0:
+        assert comm == {all_reduce: [params]}
+    elif stage == 2:  # gradients reduce-scattered, updated parameters all-gathered
+        assert comm == {reduce_scatter: [params], all_gather: [params]}
+    else:  # gathered for forward and for backward, gradients reduce-scattered per operator
+        assert sorted(comm) == [all_gather, reduce_scatter]
+        assert sum(comm[all_gather]) == 2 * params and sum(comm[reduce_scatter]) == params
+        assert len(comm[all_gather]) == 2 * len(comm[reduce_scatter]) == 4

@@ -23,7 +23,7 @@ __all__ = ["GraphResult", "GraphSpec", "write_graph_trace"]
 class GraphSpec:
     """Where and how: ``path`` root, ``steps`` identical steps, roofline device figures
     (``peak_tflops`` TFLOP/s, ``mem_bw_gbs`` GB/s, ``efficiency``), ``data_parallel`` ranks
-    in the Chakra export; ``device_name`` is written to meta.json (name the device the
+    in the Chakra export, with ZeRO ``zero_stage``'s collectives (0: DDP); ``device_name`` is written to meta.json (name the device the
     roofline figures describe, so echo_sim can rescale to another preset)."""
 
     path: str
@@ -35,10 +35,13 @@ class GraphSpec:
     overwrite: bool = False
     framework: str = "pytorch"
     device_name: str = "a100"
+    zero_stage: int = 0
 
     def __post_init__(self) -> None:
         if self.steps < 1:
             raise ValueError(f"steps={self.steps}: expected >= 1")
+        if self.zero_stage not in (0, 1, 2, 3):
+            raise ValueError(f"zero_stage={self.zero_stage}: expected 0, 1, 2 or 3")
         if self.data_parallel < 1:
             raise ValueError(f"data_parallel={self.data_parallel}: expected >= 1")
         if not str(self.path):
@@ -102,7 +105,8 @@ def write_graph_trace(bundle: Any, spec: GraphSpec) -> GraphResult:
         "memory_interval_ms": 0, "depth": None, "dag_step": last, "synthetic": True,
         "graph": {"method": graph.method, "operators": len(graph.real_ops),
                   "peak_tflops": spec.peak_tflops, "mem_bw_gbs": spec.mem_bw_gbs,
-                  "efficiency": spec.efficiency, "framework": spec.framework},
+                  "efficiency": spec.efficiency, "framework": spec.framework,
+                  "chakra_data_parallel": spec.data_parallel, "zero_stage": spec.zero_stage},
         "model": {k: v for k, v in info.items() if k not in ("source",)},
     }
     if info.get("micro_batch_size") is not None:
@@ -113,7 +117,7 @@ def write_graph_trace(bundle: Any, spec: GraphSpec) -> GraphResult:
     write_rank_dir(rank_dir, events=events, meta=meta, dag_gml=gml, offset_us=0.0,
                    base_time_ns=base_ns)
     chakra = write_chakra_step(Path(spec.path), graph, roof, total_param_bytes,
-                               spec.data_parallel)
+                               spec.data_parallel, spec.zero_stage)
     return GraphResult(rank_dir=rank_dir, chakra_path=chakra, num_ops=len(graph.real_ops),
                        num_events=len(events), step_time_us=step_us,
                        step_flops=3.0 * graph.flops, method=graph.method)

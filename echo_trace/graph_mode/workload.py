@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from echo_trace.graph_mode.chakra import ChakraNode, write_chakra
+from echo_trace.graph_mode.chakra import COLLECTIVE_TYPES, ChakraNode, write_chakra
 from echo_trace.graph_mode.ops import OpGraph, OpNode
 
 __all__ = ["ADAM_BYTES_PER_PARAM_BYTE", "Group", "Roofline", "group_ops", "trace_events",
@@ -155,11 +155,30 @@ def trace_events(groups: list[Group], total_param_bytes: int, roof: Roofline, st
     return events, step_us
 
 
+def _comm(nodes: list[ChakraNode], name: str, collective: str, nbytes: int,
+          deps: list[int]) -> int:
+    node = ChakraNode(id=len(nodes), name=name, type="COMM_COLL_NODE", data_deps=deps,
+                      attrs={"is_cpu_op": False, "comm_type": COLLECTIVE_TYPES[collective],
+                             "comm_size": int(nbytes)})
+    nodes.append(node)
+    return node.id
+
+
 def chakra_nodes(graph: OpGraph, roof: Roofline, total_param_bytes: int,
-                 data_parallel: int) -> list[ChakraNode]:
+                 data_parallel: int, zero_stage: int = 0) -> list[ChakraNode]:
     """One training step of one rank as Chakra nodes: forward operators, their backward
-    mirror (an operator's gradient waits for its consumers' gradients), a gradient
-    all-reduce over ``data_parallel`` ranks when > 1, and the optimizer update."""
+    mirror (an operator's gradient waits for its consumers' gradients), the data-parallel
+    collectives when ``data_parallel`` > 1, and the optimizer update.
+
+    Collectives by ``zero_stage`` (Rajbhandari et al. 2020, "ZeRO", §5; sizes are whole
+    buffers, nccl-tests convention): 0 (DDP): one gradient all-reduce; 1 and 2: gradient
+    reduce-scatter, update of the rank's 1/N partition, all-gather of the updated
+    parameters; 3: parameters all-gathered before each operator's forward and backward,
+    its gradients reduce-scattered right after its backward, update of the partition.
+    """
+    if zero_stage not in (0, 1, 2, 3):
+        raise ValueError(f"zero_stage={zero_stage}: expected 0, 1, 2 or 3")
+    sharded = data_parallel > 1 and zero_stage == 3
     ops = [o for o in graph.ops if not o.trivial]
     fw_id: dict[int, int] = {}
     nodes: list[ChakraNode] = []
@@ -171,8 +190,11 @@ def chakra_nodes(graph: OpGraph, roof: Roofline, total_param_bytes: int,
             if src in fw_id and fw_id[src] not in deps:
                 deps.append(fw_id[src])
                 consumers[src].append(o.index)
+        label = f"{o.module or graph.root_type}/{o.op}"
+        if sharded and o.param_bytes > 0:
+            deps.append(_comm(nodes, f"Comm.gather_fw.{label}", "all_gather", o.param_bytes, []))
         nbytes = o.in_bytes + o.out_bytes + o.param_bytes
-        node = ChakraNode(id=len(nodes), name=f"FW.{o.module or graph.root_type}/{o.op}",
+        node = ChakraNode(id=len(nodes), name=f"FW.{label}",
                           type="COMP_NODE", data_deps=deps,
                           duration_micros=round(roof.dur_us(o.flops, nbytes)),
                           attrs={"is_cpu_op": False, "num_ops": int(o.flops),
@@ -181,42 +203,51 @@ def chakra_nodes(graph: OpGraph, roof: Roofline, total_param_bytes: int,
         nodes.append(node)
     last_fw = nodes[-1].id if nodes else None
     bw_id: dict[int, int] = {}
+    grad_deps: list[int] = []
     for o in reversed(ops):
         deps = [bw_id[c] for c in consumers[o.index] if c in bw_id]
         if not deps and last_fw is not None:
             deps = [last_fw]
+        label = f"{o.module or graph.root_type}/{o.op}"
+        if sharded and o.param_bytes > 0:
+            deps.append(_comm(nodes, f"Comm.gather_bw.{label}", "all_gather", o.param_bytes, []))
         nbytes = 2 * o.in_bytes + o.out_bytes + 2 * o.param_bytes
-        node = ChakraNode(id=len(nodes), name=f"BW.{o.module or graph.root_type}/{o.op}",
+        node = ChakraNode(id=len(nodes), name=f"BW.{label}",
                           type="COMP_NODE", data_deps=deps,
                           duration_micros=round(roof.dur_us(2.0 * o.flops, nbytes)),
                           attrs={"is_cpu_op": False, "num_ops": int(2 * o.flops),
                                  "tensor_size": ("u", nbytes), "op_type": o.op})
         bw_id[o.index] = node.id
         nodes.append(node)
-    grad_deps = [bw_id[o.index] for o in ops if o.param_bytes > 0 and o.index in bw_id]
+        if o.param_bytes > 0:
+            grad_deps.append(_comm(nodes, f"Comm.grad.{label}", "reduce_scatter",
+                                   o.param_bytes, [node.id]) if sharded else node.id)
     grad_deps = grad_deps or ([nodes[-1].id] if nodes else [])
     update_deps = grad_deps
-    if data_parallel > 1:
-        comm = ChakraNode(id=len(nodes), name="Comm.gradients", type="COMM_COLL_NODE",
-                          data_deps=grad_deps,
-                          attrs={"is_cpu_op": False, "comm_type": 0,
-                                 "comm_size": total_param_bytes})
-        nodes.append(comm)
-        update_deps = [comm.id]
+    if data_parallel > 1 and zero_stage == 0:
+        update_deps = [_comm(nodes, "Comm.gradients", "all_reduce", total_param_bytes,
+                             grad_deps)]
+    elif data_parallel > 1 and zero_stage in (1, 2):
+        update_deps = [_comm(nodes, "Comm.gradients", "reduce_scatter", total_param_bytes,
+                             grad_deps)]
+    shard = data_parallel if data_parallel > 1 and zero_stage > 0 else 1
+    update_bytes = ADAM_BYTES_PER_PARAM_BYTE * total_param_bytes // shard
     nodes.append(ChakraNode(
         id=len(nodes), name="UPDATE.AdamW", type="COMP_NODE", data_deps=update_deps,
-        duration_micros=round(roof.dur_us(0.0, ADAM_BYTES_PER_PARAM_BYTE * total_param_bytes)),
-        attrs={"is_cpu_op": False, "num_ops": 0,
-               "tensor_size": ("u", ADAM_BYTES_PER_PARAM_BYTE * total_param_bytes)}))
+        duration_micros=round(roof.dur_us(0.0, update_bytes)),
+        attrs={"is_cpu_op": False, "num_ops": 0, "tensor_size": ("u", update_bytes)}))
+    if data_parallel > 1 and zero_stage in (1, 2):
+        _comm(nodes, "Comm.parameters", "all_gather", total_param_bytes, [nodes[-1].id])
     return nodes
 
 
 def write_chakra_step(out_dir: Path, graph: OpGraph, roof: Roofline, total_param_bytes: int,
-                      data_parallel: int) -> Path:
+                      data_parallel: int, zero_stage: int = 0) -> Path:
     """``out_dir/chakra/et.<rank>.et`` for every data-parallel rank; returns rank 0's."""
-    nodes = chakra_nodes(graph, roof, total_param_bytes, data_parallel)
+    nodes = chakra_nodes(graph, roof, total_param_bytes, data_parallel, zero_stage)
     meta = {"source": "echo_trace.graph_mode", "export": graph.method,
-            "created_unix_s": int(time.time()), "data_parallel": data_parallel}
+            "created_unix_s": int(time.time()), "data_parallel": data_parallel,
+            "zero_stage": zero_stage}
     paths = write_chakra(out_dir / "chakra", {r: nodes for r in range(data_parallel)},
                          prefix="et", metadata=meta)
     return paths[0]
