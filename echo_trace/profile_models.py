@@ -154,7 +154,8 @@ def _local_bundle(spec: str, batch_size: int, seq_len: int) -> ModelBundle:
                            f"(model, make_batch, loss_fn); got {type(got).__name__}")
     model, make_batch = got[0], got[1]
     loss_fn = got[2] if len(got) == 3 else None
-    info = {"name": spec, "source": "local", "micro_batch_size": batch_size, "seq": seq_len,
+    # no "seq": a local model may ignore seq_len (a CNN), and echo_sim reads model.seq as tokens
+    info = {"name": spec, "source": "local", "micro_batch_size": batch_size,
             "params": sum(p.numel() for p in model.parameters())}
     return ModelBundle(model=model, make_batch=make_batch, loss_fn=loss_fn, info=info)
 
