@@ -42,6 +42,11 @@ def _worker(stage: int, out: str) -> None:
             loss = engine(torch.randn(2, 16)).pow(2).mean()
             engine.backward(loss)
             engine.step()
+    # shut down in order: leaving ZeRO-3's engine and gloo to interpreter exit can abort
+    # the process ("terminate called without an active exception") after the files are out
+    engine.destroy()
+    torch.distributed.barrier()
+    torch.distributed.destroy_process_group()
 
 
 @pytest.mark.slow
