@@ -1,0 +1,137 @@
+"""Trace a DeepSpeed engine: wrap the training loop.
+
+    from integrations.deepspeed import trace_engine
+    engine, *_ = deepspeed.initialize(model=model, optimizer=opt, config=ds_config)
+    with trace_engine(engine, out_dir="traces", start_step=2, end_step=5):
+        for batch in loader:
+            loss = engine(batch); engine.backward(loss); engine.step()
+
+A step is one DeepSpeed global step (``engine.global_steps`` advancing: the optimizer step
+at the gradient-accumulation boundary), so one captured step holds every micro-batch of
+it. ZeRO's collectives are recorded as they run (``Comm.all_reduce``,
+``Comm.all_gather``, ``Comm.reduce_scatter``... through ``torch.distributed``), and meta.json's
+``training`` names the ZeRO stage, the engine's batch figures
+(``train_micro_batch_size_per_gpu``, ``gradient_accumulation_steps``, ``train_batch_size``,
+``dp_world_size``) and a per-collective count and byte total of the captured steps. On CPU
+DeepSpeed runs with its ``cpu`` accelerator over gloo (``DS_ACCELERATOR=cpu``).
+Install: ``pip install 'echo-sim[deepspeed]'``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from types import TracebackType
+from typing import Any
+
+import echo_trace
+from echo_trace.profile_meta import annotate_meta, comm_summary, training_meta
+
+__all__ = ["DeepSpeedTrace", "deepspeed_training_meta", "initialize_engine", "trace_engine"]
+
+log = logging.getLogger("echo_trace")
+
+
+def deepspeed_training_meta(engine: Any) -> dict[str, Any]:
+    """meta.json's ``training`` object from a DeepSpeed engine's own configuration."""
+    return training_meta(
+        framework="deepspeed", micro_batch_size=int(engine.train_micro_batch_size_per_gpu()),
+        gradient_accumulation_steps=int(engine.gradient_accumulation_steps()),
+        data_parallel_size=int(getattr(engine, "dp_world_size", 1) or 1),
+        global_batch_size=int(engine.train_batch_size()),
+        zero_stage=int(engine.zero_optimization_stage()))
+
+
+class DeepSpeedTrace:
+    """Capture DeepSpeed global steps ``start_step .. end_step-1`` (see the module docstring).
+
+    Wraps ``engine.step`` on the instance while active (restored on exit) so each global
+    step marks a step boundary; ``capture_kwargs`` go to :func:`echo_trace.capture`.
+    """
+
+    def __init__(self, engine: Any, out_dir: str | os.PathLike[str] = "traces",
+                 start_step: int = 2, end_step: int | None = 5, **capture_kwargs: Any) -> None:
+        self.engine = engine
+        self.cap = echo_trace.capture(out_dir, start_step, end_step, model=engine,
+                                      **capture_kwargs)
+        self._orig_step: Any = None
+        self._annotated = False
+
+    def __enter__(self) -> DeepSpeedTrace:
+        self.cap.start()
+        engine = self.engine
+        orig = engine.step
+        self._orig_step = orig
+
+        def step(*args: Any, **kwargs: Any) -> Any:
+            before = int(engine.global_steps)
+            out = orig(*args, **kwargs)
+            for _ in range(int(engine.global_steps) - before):
+                self.cap.step()
+            self._annotate()
+            return out
+
+        engine.step = step
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if self._orig_step is not None:
+            self.engine.step = self._orig_step
+            self._orig_step = None
+        self.cap.stop()
+        self._annotate()
+
+    def _annotate(self) -> None:
+        cap = self.cap
+        if self._annotated or cap.written is None or cap.rank_dir is None:
+            return
+        try:
+            training = deepspeed_training_meta(self.engine)
+        except Exception as e:  # noqa: BLE001 - metadata must never stop training
+            log.warning("echo_trace: could not read the training configuration (%s)", e)
+            self._annotated = True
+            return
+        training["collectives"] = comm_summary(cap.rank_dir)
+        self._annotated = annotate_meta(cap.rank_dir, training)
+
+
+def trace_engine(engine: Any, out_dir: str | os.PathLike[str] = "traces", start_step: int = 2,
+                 end_step: int | None = 5, **capture_kwargs: Any) -> DeepSpeedTrace:
+    """``with trace_engine(engine, ...):`` around the training loop."""
+    return DeepSpeedTrace(engine, out_dir, start_step, end_step, **capture_kwargs)
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def initialize_engine(model: Any, *, micro_batch_size: int, zero_stage: int = 1,
+                      lr: float = 1e-4, gradient_accumulation_steps: int = 1,
+                      ) -> tuple[Any, dict[str, Any]]:
+    """``deepspeed.initialize`` with a torch AdamW and ZeRO ``zero_stage``; (engine, config).
+
+    Joins (or creates, for a single process) the process group: gloo on CPU, where the
+    ``cpu`` accelerator is selected unless ``DS_ACCELERATOR`` says otherwise.
+    """
+    import torch
+
+    if not torch.cuda.is_available():
+        os.environ.setdefault("DS_ACCELERATOR", "cpu")
+    if "RANK" not in os.environ:  # one process, no launcher
+        os.environ.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1",
+                          MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()))
+    import deepspeed
+
+    deepspeed.init_distributed(dist_backend="nccl" if torch.cuda.is_available() else "gloo")
+    config: dict[str, Any] = {
+        "train_micro_batch_size_per_gpu": micro_batch_size,
+        "gradient_accumulation_steps": gradient_accumulation_steps,
+        "zero_optimization": {"stage": zero_stage},
+    }
+    opt = torch.optim.AdamW(model.parameters(), lr=lr)
+    engine, _, _, _ = deepspeed.initialize(model=model, optimizer=opt, config=config)
+    return engine, config

@@ -1,0 +1,55 @@
+"""The Lightning callback with the real Lightning Trainer on CPU, gradient accumulation on."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pl = pytest.importorskip("pytorch_lightning", reason="lightning is not installed "
+                         "(pip install 'echo-sim[lightning]')")
+
+
+def test_lightning_callback_records_steps_and_batches(tmp_path: Path) -> None:
+    import torch
+    from torch.utils.data import DataLoader, TensorDataset
+
+    from echo_sim.load import load_trace
+    from echo_sim.trace.validate import validate
+    from integrations.lightning import EchoTraceCallback
+
+    class Regressor(pl.LightningModule):  # type: ignore[misc,name-defined]
+        def __init__(self) -> None:
+            super().__init__()
+            self.net = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(),
+                                           torch.nn.Linear(16, 1))
+
+        def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
+            x, y = batch
+            return torch.nn.functional.mse_loss(self.net(x), y)
+
+        def configure_optimizers(self) -> torch.optim.Optimizer:
+            return torch.optim.SGD(self.parameters(), lr=0.01)
+
+    torch.manual_seed(0)
+    ds = TensorDataset(torch.randn(64, 8), torch.randn(64, 1))
+    cb = EchoTraceCallback(out_dir=tmp_path / "trace", start_step=1, end_step=4)
+    trainer = pl.Trainer(max_steps=5, accumulate_grad_batches=2, accelerator="cpu",
+                         devices=1, logger=False, enable_checkpointing=False,
+                         enable_progress_bar=False, enable_model_summary=False,
+                         callbacks=[cb])
+    trainer.fit(Regressor(), DataLoader(ds, batch_size=4))
+
+    trace = load_trace(tmp_path / "trace")
+    assert [v for v in validate(trace) if v.fatal] == []
+    assert trace.steps == [1, 2, 3]
+    meta = json.loads((tmp_path / "trace" / "0_0" / "meta.json").read_text())
+    assert meta["training"] == {"framework": "lightning", "micro_batch_size": 4,
+                                "gradient_accumulation_steps": 2, "data_parallel_size": 1,
+                                "global_batch_size": 8}
+    ev = trace.events
+    fc = trace.names.index("FW.net.0")
+    for step in trace.steps:  # two micro-batches per optimizer step
+        assert int(((ev.name == fc) & (ev.step == step)).sum()) == 2
