@@ -98,7 +98,7 @@ def test_huggingface_graph_mode(tmp_path: Path) -> None:
     # simulate reads it like a captured trace
     sim = run_python(["-m", "echo_sim", "simulate", str(tmp_path), "--dp", "2"])
     assert sim.returncode == 0, sim.stderr[-2000:]
-    assert "roofline a100" in sim.stdout
+    assert "dgx-a100" in sim.stdout  # predicted on the hardware the graph was timed for
     assert (tmp_path / "chakra" / "et.0.et").stat().st_size > 0
 
 
