@@ -28,7 +28,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from typing import Any
 
 from echo_sim.errors import ConfigError
-from echo_sim.search.bounds import memory_floor_bytes, probe_ops, probe_stages
+from echo_sim.search.bounds import OpProbe, memory_floor_bytes, probe_ops
 from echo_sim.search.result import Candidate, SearchResult, candidate_from_sim, score
 from echo_sim.search.space import OBJECTIVES, ParallelLayout, SearchSpace, enumerate_layouts
 
@@ -52,16 +52,20 @@ def _init_worker(workload: Any) -> None:
 
 
 def _op_probe_task(workload: Any, layout: ParallelLayout, space: SearchSpace) -> Any:
+    """An :class:`OpProbe` without its workload (the caller re-attaches it), or the reason
+    simulate rejected the probe."""
     w = workload if workload is not None else _WORKLOAD
     try:
-        return probe_ops(w, layout, space)
+        p = probe_ops(w, layout, space)
     except ConfigError as e:
         return str(e)
+    p.workload = None
+    return p
 
 
 def _time_task(workload: Any, layouts: list[ParallelLayout], space: SearchSpace,
                objective: str) -> list[Outcome]:
-    """Simulate every layout (no pruning)."""
+    """Simulate every layout of ``layouts``."""
     from echo_sim.sim.simulate import simulate
 
     w = workload if workload is not None else _WORKLOAD
@@ -73,36 +77,6 @@ def _time_task(workload: Any, layouts: list[ParallelLayout], space: SearchSpace,
             out.append(("invalid", lay, str(e)))
             continue
         out.append(("timed", lay, candidate_from_sim(lay, res, objective, space.global_batch)))
-    return out
-
-
-def _evaluate_task(workload: Any, layouts: list[ParallelLayout], space: SearchSpace,
-                   objective: str, threshold: float, limit: int) -> list[Outcome]:
-    """Level-2 probe shared by ``layouts``, then prune or simulate each."""
-    from echo_sim.sim.simulate import simulate
-
-    w = workload if workload is not None else _WORKLOAD
-    gb = space.global_batch
-    try:
-        probe = probe_stages(w, layouts[0], space)
-    except ConfigError as e:
-        return [("invalid", lay, str(e)) for lay in layouts]
-    out: list[Outcome] = []
-    for lay in layouts:
-        mem = probe.memory_bytes(lay, gb)
-        if mem > limit:
-            out.append(("memory", lay, mem))
-            continue
-        bound = score(objective, probe.time_bound_us(lay, gb), lay, gb)
-        if bound > threshold:
-            out.append(("bound", lay, bound))
-            continue
-        try:
-            res = simulate(w, lay.sim_config(space), keep=False)
-        except ConfigError as e:
-            out.append(("invalid", lay, str(e)))
-            continue
-        out.append(("timed", lay, candidate_from_sim(lay, res, objective, gb)))
     return out
 
 
@@ -327,21 +301,22 @@ def _branch_and_bound(ex: _Executor, layouts: list[ParallelLayout], space: Searc
     for lay in layouts:
         keys.setdefault((lay.world, lay.tp, lay.micro_batch, lay.recompute), lay)
     futs = {k: ex.submit(_op_probe_task, lay, space) for k, lay in keys.items()}
-    op_probes = {k: f.result() for k, f in futs.items()}
+    probes: dict[tuple[int, int, int, str], OpProbe | str] = {}
+    for k, f in futs.items():
+        p = f.result()
+        if isinstance(p, OpProbe):
+            p.workload = ex.workload
+        probes[k] = p
     outcomes: list[Outcome] = []
-    groups: dict[tuple[Any, ...], list[ParallelLayout]] = {}
-    bound: dict[tuple[Any, ...], float] = {}
+    ranked: list[tuple[float, ParallelLayout, OpProbe]] = []
     for lay in layouts:
-        p = op_probes[(lay.world, lay.tp, lay.micro_batch, lay.recompute)]
+        p = probes[(lay.world, lay.tp, lay.micro_batch, lay.recompute)]
         if isinstance(p, str):
             outcomes.append(("invalid", lay, p))
             bar.update(1)
             continue
-        g = (lay.dp, lay.tp, lay.pp, lay.vpp, lay.micro_batch, lay.fsdp, lay.recompute)
-        groups.setdefault(g, []).append(lay)
-        b = score(objective, p.time_floor_us(lay, gb), lay, gb)
-        bound[g] = min(bound.get(g, float("inf")), b)
-    order = sorted(groups, key=lambda g: (bound[g], g))
+        ranked.append((score(objective, p.time_floor_us(lay, gb), lay, gb), lay, p))
+    ranked.sort(key=lambda x: (x[0], x[1]))
     best: list[float] = []  # max-heap (negated) of the top fitting scores
 
     def threshold() -> float:
@@ -358,23 +333,26 @@ def _branch_and_bound(ex: _Executor, layouts: list[ParallelLayout], space: Searc
 
     pending: set[Future[Any]] = set()
     i = 0
-    while i < len(order) or pending:
-        while i < len(order) and len(pending) < ex.slots:
-            g = order[i]
-            if bound[g] > threshold():
-                break
-            pending.add(ex.submit(_evaluate_task, groups[g], space, objective, threshold(),
-                                  limit))
+    while i < len(ranked) or pending:
+        while i < len(ranked) and len(pending) < ex.slots and ranked[i][0] <= threshold():
+            _, lay, p = ranked[i]
             i += 1
-        if i < len(order) and bound[order[i]] > threshold() and not pending:
-            break
+            # level 2: simulate's memory model and a pipeline-aware bound on the same split
+            mem = p.memory_bytes(lay, gb)
+            if mem > limit:
+                absorb([("memory", lay, mem)])
+                continue
+            b2 = score(objective, p.time_bound_us(lay, gb), lay, gb)
+            if b2 > threshold():
+                absorb([("bound", lay, b2)])
+                continue
+            pending.add(ex.submit(_time_task, [lay], space, objective))
         if not pending:
-            continue
+            break
         done, pending = wait(pending, return_when=FIRST_COMPLETED)
         for f in done:
             absorb(f.result())
-    for g in order[i:]:
-        for lay in groups[g]:
-            outcomes.append(("bound", lay, bound[g]))
-        bar.update(len(groups[g]))
-    return outcomes, len(keys) + i
+    rest = ranked[i:]
+    outcomes.extend(("bound", lay, b) for b, lay, _ in rest)
+    bar.update(len(rest))
+    return outcomes, len(keys)
