@@ -56,7 +56,7 @@ from echo_sim.workload.fsdp import fsdp_units
 from echo_sim.workload.pipeline import split_units, stage_actions
 from echo_sim.workload.tensor_parallel import tp_param_bytes
 
-__all__ = ["OpProbe", "StageBound", "memory_floor_bytes", "probe_ops"]
+__all__ = ["MemoryFloor", "OpProbe", "StageBound", "memory_floor_bytes", "probe_ops"]
 
 
 def _model_states(workload: Any) -> tuple[int, int, bool]:
@@ -65,20 +65,39 @@ def _model_states(workload: Any) -> tuple[int, int, bool]:
     return elem, (optimizer_states(upd[0].name) if upd else 0), elem == 2
 
 
+class MemoryFloor:
+    """:func:`memory_floor_bytes` for many layouts of one workload, its sums memoised."""
+
+    def __init__(self, workload: Any) -> None:
+        self.workload = workload
+        self.elem, self.states, self.mixed = _model_states(workload)
+        self._parts: dict[tuple[int, int, bool], tuple[float, float]] = {}
+
+    def _sums(self, tp: int, mb: int, recompute: bool) -> tuple[float, float]:
+        """(TP-sharded parameter bytes, whole-model activations of one micro-batch)."""
+        got = self._parts.get((tp, mb, recompute))
+        if got is None:
+            fw = self.workload.fw_ops
+            total = float(sum(tp_param_bytes(o, tp) for o in fw))
+            mb_scale = mb / (self.workload.micro_batch or mb)
+            act = activation_bytes(fw, tp=tp, mb_scale=mb_scale, recompute=recompute)
+            got = self._parts[(tp, mb, recompute)] = (total, act)
+        return got
+
+    def __call__(self, layout: ParallelLayout, global_batch: int) -> float:
+        total, act = self._sums(layout.tp, layout.micro_batch, layout.recompute == "full")
+        params, grads, opt = model_state_bytes(total, elem_bytes=self.elem, states=self.states,
+                                               mixed=self.mixed,
+                                               shard=layout.dp if layout.fsdp else 1)
+        k = layout.micro_batches(global_batch) if layout.schedule == "gpipe" and \
+            layout.pp > 1 else 1
+        buffers = total if (not layout.fsdp and layout.dp > 1) else 0.0
+        return (params + grads + opt + k * act + buffers) / layout.pp
+
+
 def memory_floor_bytes(workload: Any, layout: ParallelLayout, global_batch: int) -> float:
     """A lower bound of simulate's peak memory for ``layout`` (module docstring)."""
-    elem, states, mixed = _model_states(workload)
-    fw = workload.fw_ops
-    total = float(sum(tp_param_bytes(o, layout.tp) for o in fw))
-    shard = layout.dp if layout.fsdp else 1
-    params, grads, opt = model_state_bytes(total, elem_bytes=elem, states=states, mixed=mixed,
-                                           shard=shard)
-    mb_scale = layout.micro_batch / (workload.micro_batch or layout.micro_batch)
-    act = activation_bytes(fw, tp=layout.tp, mb_scale=mb_scale,
-                           recompute=layout.recompute == "full")
-    k = layout.micro_batches(global_batch) if layout.schedule == "gpipe" and layout.pp > 1 else 1
-    buffers = total if (not layout.fsdp and layout.dp > 1) else 0.0
-    return (params + grads + opt + k * act + buffers) / layout.pp
+    return MemoryFloor(workload)(layout, global_batch)
 
 
 @dataclass(frozen=True)
@@ -119,15 +138,25 @@ class OpProbe:
     baseline_bytes: float
     is_cpu: bool
     _splits: dict[tuple[int, int], StageBound] = field(default_factory=dict, repr=False)
+    _floor: tuple[float, float] | None = field(default=None, repr=False)
+    _mem: dict[tuple[int, int, int], tuple[float, list[float], float]] = field(
+        default_factory=dict, repr=False)
 
     def time_floor_us(self, layout: ParallelLayout, global_batch: int) -> float:
         m = layout.micro_batches(global_batch)
-        ops = float(self.time_us.sum() - self._update_part())
-        fw = self.workload.fw_ops
-        share = float(sum(tp_param_bytes(o, self.tp) for o in fw)) / \
-            (float(sum(o.param_bytes for o in fw)) or 1.0)
-        upd = self._update_part() * share / (layout.dp if layout.fsdp else 1)
-        return (m * (ops + float(self.tp_comm_us.sum())) + upd) / layout.pp
+        per_mb, upd = self._sums()
+        return (m * per_mb + upd / (layout.dp if layout.fsdp else 1)) / layout.pp
+
+    def _sums(self) -> tuple[float, float]:
+        """(F/B ops + TP all-reduces of one micro-batch, optimizer step of the TP shard)."""
+        if self._floor is None:
+            fw = self.workload.fw_ops
+            share = float(sum(tp_param_bytes(o, self.tp) for o in fw)) / \
+                (float(sum(o.param_bytes for o in fw)) or 1.0)
+            upd = self._update_part()
+            self._floor = (float(self.time_us.sum()) - upd + float(self.tp_comm_us.sum()),
+                           upd * share)
+        return self._floor
 
     def _update_part(self) -> float:
         return float(sum(self.time_us[o.index] for o in self.workload.update_ops))
@@ -206,36 +235,45 @@ class OpProbe:
             out.append(upd * held / total / (layout.dp if layout.fsdp else 1))
         return out
 
-    def memory_bytes(self, layout: ParallelLayout, global_batch: int) -> float:
-        """Peak memory of ``layout`` by simulate's memory model on this split (max rank)."""
-        wl = self.workload
-        sb = self.stage_bound(layout)
-        elem, states, mixed = _model_states(wl)
-        P, V, tp, dp = layout.pp, layout.vpp, layout.tp, layout.dp
-        m = layout.micro_batches(global_batch)
-        mb_scale = layout.micro_batch / (wl.micro_batch or layout.micro_batch)
-        rc = layout.recompute == "full"
-        out = 0.0
-        for s in range(P):
+    def _rank_parts(self, layout: ParallelLayout, s: int) -> tuple[float, list[float], float]:
+        """(parameter bytes, activations of one micro-batch per chunk, biggest FSDP unit)
+        of pipeline rank ``s``, memoised per split."""
+        key = (layout.pp, layout.vpp, s)
+        got = self._mem.get(key)
+        if got is None:
+            wl = self.workload
+            sb = self.stage_bound(layout)
+            P, V, tp = layout.pp, layout.vpp, self.tp
             chunks = [sb.stage_fw[c * P + s] for c in range(V)]
             pbytes = float(sum(tp_param_bytes(o, tp) for ch in chunks for o in ch))
+            mb_scale = self.micro_batch / (wl.micro_batch or self.micro_batch)
+            per_chunk = [activation_bytes(ch, tp=tp, mb_scale=mb_scale, recompute=self.recompute)
+                         for ch in chunks]
+            units = [float(sum(tp_param_bytes(o, tp) for o in ops)) for ch in chunks
+                     for ops in fsdp_units(ch, wl.has_blocks).values()]
+            got = self._mem[key] = (pbytes, per_chunk, max(units, default=0.0))
+        return got
+
+    def memory_bytes(self, layout: ParallelLayout, global_batch: int) -> float:
+        """Peak memory of ``layout`` by simulate's memory model on this split (max rank)."""
+        elem, states, mixed = _model_states(self.workload)
+        P, V, dp = layout.pp, layout.vpp, layout.dp
+        m = layout.micro_batches(global_batch)
+        out = 0.0
+        for s in range(P):
+            pbytes, per_chunk, biggest = self._rank_parts(layout, s)
             params, grads, opt = model_state_bytes(pbytes, elem_bytes=elem, states=states,
                                                    mixed=mixed,
                                                    shard=dp if layout.fsdp else 1)
-            per_chunk = [activation_bytes(ch, tp=tp, mb_scale=mb_scale, recompute=rc)
-                         for ch in chunks]
             if V == 1:  # one chunk: in-flight count times one micro-batch's activations
                 acts = per_chunk[0] * _in_flight(layout.schedule, P, m, s)
             else:
-                cur_f = acts = 0.0
+                cur = acts = 0.0
                 for phase, c in _actions(layout.schedule, P, m, s, V):
-                    cur_f += per_chunk[c] if phase == "F" else -per_chunk[c]
-                    acts = max(acts, cur_f)
+                    cur += per_chunk[c] if phase == "F" else -per_chunk[c]
+                    acts = max(acts, cur)
             buffers = 0.0
             if layout.fsdp:
-                units = [float(sum(tp_param_bytes(o, tp) for o in ops)) for ch in chunks
-                         for ops in fsdp_units(ch, wl.has_blocks).values()]
-                biggest = max(units, default=0.0)
                 gathered = pbytes if P > 1 else biggest * (1 if self.is_cpu else 2)
                 buffers = gathered + biggest
             elif dp > 1:

@@ -28,7 +28,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from typing import Any
 
 from echo_sim.errors import ConfigError
-from echo_sim.search.bounds import OpProbe, memory_floor_bytes, probe_ops
+from echo_sim.search.bounds import MemoryFloor, OpProbe, probe_ops
 from echo_sim.search.result import Candidate, SearchResult, candidate_from_sim, score
 from echo_sim.search.space import OBJECTIVES, ParallelLayout, SearchSpace, enumerate_layouts
 
@@ -216,7 +216,8 @@ def search(trace: Any, space: SearchSpace, *, objective: str = "time", top: int 
     limit = _memory_limit(space)
     gb = space.global_batch
     if prune:
-        floors = {lay: memory_floor_bytes(workload, lay, gb) for lay in layouts}
+        floor = MemoryFloor(workload)
+        floors = {lay: floor(lay, gb) for lay in layouts}
         keep = [lay for lay in layouts if floors[lay] <= limit]
         if not keep:
             low = min(layouts, key=lambda x: floors[x])
