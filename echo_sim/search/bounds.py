@@ -303,14 +303,15 @@ def _tp_comm_by_op(res: Any) -> np.ndarray:
     return out
 
 
-def probe_ops(workload: Any, layout: ParallelLayout, space: SearchSpace) -> OpProbe:
+def probe_ops(workload: Any, layout: ParallelLayout, space: SearchSpace, *,
+              batch_traces: tuple[Any, ...] = ()) -> OpProbe:
     """Simulate ``layout``'s tp / micro-batch / recomputation as one stage, one micro-batch."""
     from echo_sim.sim.simulate import simulate
 
     one = ParallelLayout(dp=layout.dp * layout.pp, tp=layout.tp, pp=1,
                          micro_batch=layout.micro_batch, recompute=layout.recompute)
     res = simulate(workload, one.sim_config(space, global_batch=one.dp * one.micro_batch),
-                   keep=True)
+                   batch_traces=batch_traces, keep=True)
     plan = res.built.plan
     from echo_sim.cost.hardware import CLUSTERS
 

@@ -51,12 +51,18 @@ def _init_worker(workload: Any) -> None:
     _WORKLOAD = workload
 
 
+def _unpack(workload: Any) -> tuple[Any, tuple[Any, ...]]:
+    """(workload, batch workloads) of a task: given, or this pool worker's."""
+    w = workload if workload is not None else _WORKLOAD
+    return w if isinstance(w, tuple) else (w, ())
+
+
 def _op_probe_task(workload: Any, layout: ParallelLayout, space: SearchSpace) -> Any:
     """An :class:`OpProbe` without its workload (the caller re-attaches it), or the reason
     simulate rejected the probe."""
-    w = workload if workload is not None else _WORKLOAD
+    w, extra = _unpack(workload)
     try:
-        p = probe_ops(w, layout, space)
+        p = probe_ops(w, layout, space, batch_traces=extra)
     except ConfigError as e:
         return str(e)
     p.workload = None
@@ -68,11 +74,11 @@ def _time_task(workload: Any, layouts: list[ParallelLayout], space: SearchSpace,
     """Simulate every layout of ``layouts``."""
     from echo_sim.sim.simulate import simulate
 
-    w = workload if workload is not None else _WORKLOAD
+    w, extra = _unpack(workload)
     out: list[Outcome] = []
     for lay in layouts:
         try:
-            res = simulate(w, lay.sim_config(space), keep=False)
+            res = simulate(w, lay.sim_config(space), batch_traces=extra, keep=False)
         except ConfigError as e:
             out.append(("invalid", lay, str(e)))
             continue
@@ -192,7 +198,8 @@ def _rank(cands: Iterable[Candidate]) -> list[Candidate]:
 
 def search(trace: Any, space: SearchSpace, *, objective: str = "time", top: int = 10,
            workers: int | str | None = None, prune: bool = True,
-           progress: Callable[[int, int], None] | bool | None = None) -> SearchResult:
+           progress: Callable[[int, int], None] | bool | None = None,
+           batch_traces: tuple[Any, ...] = ()) -> SearchResult:
     """Search ``space`` for the best layouts of the traced model (module docstring).
 
     ``trace``: a :class:`~echo_sim.trace.model.Trace` or an extracted
@@ -200,7 +207,9 @@ def search(trace: Any, space: SearchSpace, *, objective: str = "time", top: int 
     ``cost`` (see :func:`~echo_sim.search.result.score`). ``top``: the branch and bound keeps
     the ``top`` best exact (the best is always exact). ``prune=False`` simulates every valid
     layout (the exhaustive reference). ``progress``: True for a tqdm bar, or a callable
-    ``(done, total)``. Raises :class:`ConfigError` when no layout is valid or none can fit.
+    ``(done, total)``. ``batch_traces``: traces of the same model at other micro-batch
+    sizes, handed to simulate (its batch fit). Raises :class:`ConfigError` when no layout
+    is valid or none can fit.
     """
     from echo_sim.workload.ops import Workload, extract_workload
 
@@ -227,7 +236,8 @@ def search(trace: Any, space: SearchSpace, *, objective: str = "time", top: int 
                               "the memory limit")
     else:
         keep = layouts
-    ex = _executor(workload, workers, len(keep))
+    extra = tuple(b if isinstance(b, Workload) else extract_workload(b) for b in batch_traces)
+    ex = _executor((workload, extra) if extra else workload, workers, len(keep))
     bar = _progress(progress, len(keep))
     try:
         outcomes, probes = (_branch_and_bound(ex, keep, space, objective, top, limit, bar)
@@ -306,7 +316,7 @@ def _branch_and_bound(ex: _Executor, layouts: list[ParallelLayout], space: Searc
     for k, f in futs.items():
         p = f.result()
         if isinstance(p, OpProbe):
-            p.workload = ex.workload
+            p.workload = _unpack(ex.workload)[0]
         probes[k] = p
     outcomes: list[Outcome] = []
     ranked: list[tuple[float, ParallelLayout, OpProbe]] = []
