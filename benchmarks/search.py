@@ -195,7 +195,7 @@ def ranking(model: str, profile: str, reps: int, steps: int, warmup: int,
                         comm_profile=profile)
     res = search(traces[0], space, prune=False, workers=1, top=len(LAYOUTS) * 2,
                  batch_traces=(traces[1],))
-    rows = []
+    rows: list[dict[str, Any]] = []
     for c in res.candidates:
         name = _layout_name(c.layout)
         measured = [_measure(model, name, c.layout.micro_batch, steps, warmup, tmp)
@@ -203,14 +203,14 @@ def ranking(model: str, profile: str, reps: int, steps: int, warmup: int,
         rows.append({"layout": name, "micro_batch": c.layout.micro_batch,
                      "predicted_s": c.iteration_time_us / 1e6,
                      "measured_s": statistics.median(measured), "measured_reps_s": measured})
-    pred = [r["predicted_s"] for r in rows]
-    meas = [r["measured_s"] for r in rows]
-    best_pred = min(rows, key=lambda r: r["predicted_s"])
+    pred = [float(r["predicted_s"]) for r in rows]
+    meas = [float(r["measured_s"]) for r in rows]
+    best_pred = min(rows, key=lambda r: float(r["predicted_s"]))
     best_meas = min(meas)
     return {"model": model, "global_batch": spec["global_batch"], "rows": rows,
             "kendall_tau_b": kendall_tau_b(pred, meas),
             "predicted_best": f"{best_pred['layout']} mb{best_pred['micro_batch']}",
-            "predicted_best_vs_measured_best": best_pred["measured_s"] / best_meas - 1.0}
+            "predicted_best_vs_measured_best": float(best_pred["measured_s"]) / best_meas - 1.0}
 
 
 # ----------------------------------------------------------------------------- main

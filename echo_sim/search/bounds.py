@@ -51,6 +51,7 @@ from echo_sim.cost.memory_model import (
     model_state_bytes,
     optimizer_states,
 )
+from echo_sim.errors import ConfigError
 from echo_sim.search.space import ParallelLayout, SearchSpace
 from echo_sim.workload.fsdp import fsdp_units
 from echo_sim.workload.pipeline import split_units, stage_actions
@@ -312,6 +313,8 @@ def probe_ops(workload: Any, layout: ParallelLayout, space: SearchSpace, *,
                          micro_batch=layout.micro_batch, recompute=layout.recompute)
     res = simulate(workload, one.sim_config(space, global_batch=one.dp * one.micro_batch),
                    batch_traces=batch_traces, keep=True)
+    if res.built is None:  # pragma: no cover - keep=True always keeps it
+        raise ConfigError("simulate kept no task graph for the probe")
     plan = res.built.plan
     from echo_sim.cost.hardware import CLUSTERS
 
