@@ -182,6 +182,15 @@ def test_candidate_breakdown_matches_simulate(gpt: Workload) -> None:
     assert c.peak_memory_bytes == sim.max_peak_memory_bytes
 
 
+def test_echo_sim_search_is_the_library_call(gpt: Workload) -> None:
+    import echo_sim
+
+    space = echo_sim.SearchSpace(gpus=4, global_batch=8, dims=("tp", "pp"))
+    a = echo_sim.search(gpt, space, workers=1)
+    b = search(gpt, space, workers=1)
+    assert [c.layout for c in a.candidates] == [c.layout for c in b.candidates]
+
+
 # ----------------------------------------------------------------------------- config
 def test_train_config_of_one_and_two_dimensional_layouts(gpt: Workload, tmp_path: Path) -> None:
     space = SearchSpace(gpus=2, global_batch=8, dims=("pp", "schedule", "micro-batch"))

@@ -183,6 +183,10 @@ def _executor(workload: Any, workers: int | str | None, jobs: int) -> _Executor:
 
 
 # ----------------------------------------------------------------------------- search
+def _size(nbytes: float) -> str:
+    return f"{nbytes / 2**30:.2f} GiB" if nbytes >= 2**30 else f"{nbytes / 2**20:.1f} MiB"
+
+
 def _memory_limit(space: SearchSpace) -> int:
     if space.memory_limit_bytes is not None:
         return space.memory_limit_bytes
@@ -230,8 +234,8 @@ def search(trace: Any, space: SearchSpace, *, objective: str = "time", top: int 
         keep = [lay for lay in layouts if floors[lay] <= limit]
         if not keep:
             low = min(layouts, key=lambda x: floors[x])
-            raise ConfigError(f"no layout fits the memory limit {limit / 2**30:.1f} GiB: the "
-                              f"smallest lower bound is {floors[low] / 2**30:.1f} GiB "
+            raise ConfigError(f"no layout fits the memory limit {_size(limit)}: the "
+                              f"smallest lower bound is {_size(floors[low])} "
                               f"({low.label}); add GPUs, lower the global batch or raise "
                               "the memory limit")
     else:
@@ -252,9 +256,8 @@ def search(trace: Any, space: SearchSpace, *, objective: str = "time", top: int 
         raise ConfigError(f"no layout could be simulated: {reason}")
     ranked = _rank(timed)
     if not ranked[0].fits:
-        raise ConfigError(f"no layout fits the memory limit {limit / 2**30:.1f} GiB: the "
-                          f"smallest predicted peak is "
-                          f"{ranked[0].peak_memory_bytes / 2**30:.1f} GiB "
+        raise ConfigError(f"no layout fits the memory limit {_size(limit)}: the "
+                          f"smallest predicted peak is {_size(ranked[0].peak_memory_bytes)} "
                           f"({ranked[0].layout.label})")
     return SearchResult(
         space=space, objective=objective, candidates=ranked, enumerated=len(layouts),
