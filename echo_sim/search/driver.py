@@ -252,6 +252,11 @@ def search(trace: Any, space: SearchSpace, *, objective: str = "time", top: int 
     timed = [o[2] for o in outcomes if o[0] == "timed"]
     invalid = [(o[1].label, str(o[2])) for o in outcomes if o[0] == "invalid"]
     if not timed:
+        mems = [(float(o[2]), o[1]) for o in outcomes if o[0] == "memory"]
+        if mems:
+            low, lay = min(mems, key=lambda x: x[0])
+            raise ConfigError(f"no layout fits the memory limit {_size(limit)}: the smallest "
+                              f"predicted peak is {_size(low)} ({lay.label})")
         reason = invalid[0][1] if invalid else "every layout was pruned"
         raise ConfigError(f"no layout could be simulated: {reason}")
     ranked = _rank(timed)
