@@ -275,6 +275,9 @@ def main(argv: list[str] | None = None) -> int:
     path = Path(a.output)
     path.parent.mkdir(parents=True, exist_ok=True)
     old = json.loads(path.read_text()) if path.is_file() else {}
+    if "speed" in out:  # keep earlier rows of cases not rerun
+        done = {r["case"] for r in out["speed"]}
+        out["speed"] = [r for r in old.get("speed", []) if r["case"] not in done] + out["speed"]
     old.update(out)
     path.write_text(json.dumps(old, indent=1) + "\n")
     return 0
