@@ -100,7 +100,7 @@ class _Executor:
         f: Future[Any] = Future()
         try:
             f.set_result(fn(self.workload, *args))
-        except BaseException as e:  # noqa: BLE001 - handed to the caller through the future
+        except Exception as e:  # noqa: BLE001 - handed to the caller through the future
             f.set_exception(e)
         return f
 
