@@ -185,8 +185,9 @@ def test_candidate_breakdown_matches_simulate(gpt: Workload) -> None:
 def test_echo_sim_search_is_the_library_call(gpt: Workload) -> None:
     import echo_sim
 
-    space = echo_sim.SearchSpace(gpus=4, global_batch=8, dims=("tp", "pp"))
-    a = echo_sim.search(gpt, space, workers=1)
+    space = echo_sim.SearchSpace(gpus=4, global_batch=8,  # type: ignore[operator]
+                                 dims=("tp", "pp"))
+    a = echo_sim.search(gpt, space, workers=1)  # type: ignore[operator]
     b = search(gpt, space, workers=1)
     assert [c.layout for c in a.candidates] == [c.layout for c in b.candidates]
 

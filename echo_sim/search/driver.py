@@ -254,9 +254,9 @@ def search(trace: Any, space: SearchSpace, *, objective: str = "time", top: int 
     if not timed:
         mems = [(float(o[2]), o[1]) for o in outcomes if o[0] == "memory"]
         if mems:
-            low, lay = min(mems, key=lambda x: x[0])
+            peak, lay = min(mems, key=lambda x: x[0])
             raise ConfigError(f"no layout fits the memory limit {_size(limit)}: the smallest "
-                              f"predicted peak is {_size(low)} ({lay.label})")
+                              f"predicted peak is {_size(peak)} ({lay.label})")
         reason = invalid[0][1] if invalid else "every layout was pruned"
         raise ConfigError(f"no layout could be simulated: {reason}")
     ranked = _rank(timed)
