@@ -7,6 +7,9 @@ Run it as a plain script or under torchrun::
     TRACE_ON=1 TRACE_START_STEP=2 TRACE_END_STEP=5 torchrun --nproc_per_node 2 \\
         examples/train.py --layout fsdp          # traced with no code change
     python examples/train.py --capture --trace-dir traces   # traced with echo_trace.capture
+    python -m echo_sim search traces --gpus 2 --gpus-per-node 2 --cluster cpu-gloo \\
+        --global-batch 16 --output best.json     # search the layouts of the traced model
+    torchrun --nproc_per_node 2 examples/train.py --config best.json   # run the best one
 
 Layouts (gloo on CPU, NCCL when CUDA is available), one small function each:
 ``single`` (one process), ``ddp`` (DistributedDataParallel), ``fsdp`` (FSDP2
@@ -15,23 +18,29 @@ Layouts (gloo on CPU, NCCL when CUDA is available), one small function each:
 one ``PipelineStage`` per rank, ``Schedule1F1B`` over micro-batches). Every step ends
 with an AdamW ``optimizer.step()``, which is what echo_trace counts as a step.
 
+``--recompute full`` checkpoints every transformer block; ``--schedule gpipe`` swaps the
+pipeline schedule. ``--config FILE`` takes its settings from ``echo_sim search --output``.
+
 Without ``--capture`` this is a plain training script: echo_trace is imported only when
 ``--capture`` is given. Flags: ``--help``.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import dataclasses
+import functools
 import gc
 import json
 import os
+import re
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import torch
 import torch.distributed as dist
@@ -51,12 +60,15 @@ from examples.models import (  # noqa: E402
 )
 
 __all__ = [
-    "LAYOUTS", "MODELS", "Job", "TrainConfig", "apply_ddp", "apply_fsdp", "apply_tp",
-    "build_job", "main", "parse_flags", "train",
+    "LAYOUTS", "MODELS", "PP_SCHEDULES", "RECOMPUTE", "Job", "TrainConfig", "apply_ddp",
+    "apply_fsdp", "apply_recompute", "apply_tp", "build_job", "build_parser", "config_defaults",
+    "main", "parse_flags", "train",
 ]
 
 LAYOUTS = ("single", "ddp", "fsdp", "tp", "pp")
 MODELS = ("gpt", "cnn")
+RECOMPUTE = ("none", "full")
+PP_SCHEDULES = ("1f1b", "gpipe")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -91,6 +103,9 @@ class TrainConfig:
     trace_end: int = 5
     print_losses: bool = False
     time_steps: str | None = None
+    recompute: str = "none"
+    schedule: str = "1f1b"
+    config: str | None = None
 
     def __post_init__(self) -> None:
         if self.layout not in LAYOUTS:
@@ -109,6 +124,15 @@ class TrainConfig:
         if self.global_batch is not None and self.global_batch % self.batch:
             raise ValueError(f"--global-batch {self.global_batch} must be a multiple of "
                              f"--micro-batch {self.batch}")
+        if self.recompute not in RECOMPUTE:
+            raise ValueError(f"--recompute {self.recompute!r}: choose one of "
+                             f"{', '.join(RECOMPUTE)}")
+        if self.recompute != "none" and self.model != "gpt":
+            raise ValueError("--recompute full needs --model gpt (it checkpoints each "
+                             "transformer block)")
+        if self.schedule not in PP_SCHEDULES:
+            raise ValueError(f"--schedule {self.schedule!r}: choose one of "
+                             f"{', '.join(PP_SCHEDULES)}")
         if self.lr <= 0:
             raise ValueError(f"--lr {self.lr} must be > 0")
         if not 0 <= self.trace_start < self.trace_end:
@@ -132,47 +156,105 @@ class TrainConfig:
 
 # ------------------------------------------------------------------------------ flags
 _BOOL_FLAGS = {"capture", "print_losses"}
+_HELP = {
+    "layout": f"parallel layout: {', '.join(LAYOUTS)}",
+    "model": f"model: {', '.join(MODELS)}",
+    "steps": "optimizer steps to run",
+    "micro_batch": "samples per micro-batch (default: GPT 8, CNN 32)",
+    "global_batch": "samples per step over all data-parallel ranks (default: one "
+                    "micro-batch per rank; pp: one per stage)",
+    "recompute": f"activation recomputation: {', '.join(RECOMPUTE)} (full: checkpoint "
+                 "every transformer block)",
+    "schedule": f"pipeline schedule for --layout pp: {', '.join(PP_SCHEDULES)}",
+    "config": "a layout config from `python -m echo_sim search --output FILE`: its train "
+              "settings become the defaults (flags given here still win)",
+    "capture": "trace the run with echo_trace.capture",
+    "print_losses": "print each step's loss",
+    "time_steps": "write per-step wall times (JSON) to this file",
+}
+
+
+def _bool(text: str) -> bool:
+    return text.lower() not in ("0", "false", "no")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises ValueError (``main`` prints it, exit 2) instead of exiting."""
+
+    def error(self, message: str) -> NoReturn:
+        m = re.match(r"argument (--[\w-]+).*expected one argument", message)
+        if m:
+            raise ValueError(f"{m.group(1)} needs a value")
+        raise ValueError(f"{message}\n{self.format_usage()}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Every :class:`TrainConfig` field as ``--field-name`` (defaults ``None``: unset)."""
+    p = _Parser(prog="train.py", add_help=False, allow_abbrev=False,
+                description="Train a small model under one parallel layout (gloo on CPU, "
+                            "NCCL on CUDA).",
+                epilog=f"layouts: {', '.join(LAYOUTS)}; models: {', '.join(MODELS)}")
+    p.add_argument("-h", "--help", action="store_true", help="show this help and exit")
+    for f in dataclasses.fields(TrainConfig):
+        flag = "--" + f.name.replace("_", "-")
+        help_text = _HELP.get(f.name, f.name.replace("_", " "))
+        if f.name in _BOOL_FLAGS:
+            p.add_argument(flag, dest=f.name, nargs="?", const=True, default=None, type=_bool,
+                           help=help_text)
+            continue
+        kind = str(f.type)
+        conv: Callable[[str], Any] = int if "int" in kind else float if "float" in kind else str
+        p.add_argument(flag, dest=f.name, type=conv, default=None, metavar="VALUE",
+                       help=f"{help_text} (default {f.default})")
+    return p
 
 
 def _usage() -> str:
-    lines = ["usage: train.py [flags]"]
-    for f in dataclasses.fields(TrainConfig):
-        flag = "--" + f.name.replace("_", "-")
-        lines.append(f"  {flag}" + ("" if f.name in _BOOL_FLAGS else f" VALUE (default {f.default})"))
-    lines.append(f"  layouts: {', '.join(LAYOUTS)}; models: {', '.join(MODELS)}")
-    return "\n".join(lines)
+    return build_parser().format_help()
+
+
+_CONFIG_KEYS = ("layout", "micro_batch", "global_batch", "recompute", "schedule", "layers",
+                "hidden", "heads", "seq", "vocab")
+
+
+def config_defaults(path: str) -> dict[str, Any]:
+    """TrainConfig fields from an ``echo-search-config/1`` file's ``train`` section."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as e:
+        raise ValueError(f"--config {path}: cannot read it as JSON ({e})") from None
+    if not isinstance(data, dict) or not str(data.get("format", "")).startswith(
+            "echo-search-config/"):
+        raise ValueError(f"--config {path}: not an echo search config (no 'format': "
+                         "'echo-search-config/1')")
+    train_section = data.get("train")
+    if not isinstance(train_section, dict):
+        raise ValueError(f"--config {path}: this layout has no train.py form: "
+                         f"{data.get('train_note', 'no train section')}")
+    out = {k: train_section[k] for k in _CONFIG_KEYS if train_section.get(k) is not None}
+    nproc = train_section.get("nproc")
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if isinstance(nproc, int) and nproc != world:
+        raise ValueError(f"--config {path} lays the job out on {nproc} processes; this run "
+                         f"has WORLD_SIZE={world} (torchrun --nproc_per_node {nproc})")
+    return out
 
 
 def parse_flags(argv: Sequence[str]) -> TrainConfig:
-    """``--name value`` / ``--name=value`` / ``--flag`` → :class:`TrainConfig` (ValueError on bad input)."""
-    types = {f.name: f.type for f in dataclasses.fields(TrainConfig)}
+    """``--name value`` / ``--name=value`` / ``--flag`` → :class:`TrainConfig` (ValueError on
+    bad input). With ``--config FILE`` the file's settings are defaults under the flags."""
+    parser = build_parser()
+    ns, extra = parser.parse_known_args(list(argv))
+    if extra:
+        first = extra[0]
+        if first.startswith("--"):
+            raise ValueError(f"unknown flag {first.split('=', 1)[0]}\n{_usage()}")
+        raise ValueError(f"unexpected argument {first!r}\n{_usage()}")
+    given = {k: v for k, v in vars(ns).items() if v is not None and k != "help"}
     values: dict[str, Any] = {}
-    args = list(argv)
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        if not arg.startswith("--"):
-            raise ValueError(f"unexpected argument {arg!r}\n{_usage()}")
-        name, eq, value = arg[2:].partition("=")
-        key = name.replace("-", "_")
-        if key not in types:
-            raise ValueError(f"unknown flag --{name}\n{_usage()}")
-        if key in _BOOL_FLAGS:
-            values[key] = value.lower() not in ("0", "false", "no") if eq else True
-        else:
-            if not eq:
-                i += 1
-                if i >= len(args):
-                    raise ValueError(f"--{name} needs a value")
-                value = args[i]
-            kind = str(types[key])
-            if "int" in kind:
-                values[key] = int(value)
-            elif "float" in kind:
-                values[key] = float(value)
-            else:
-                values[key] = value
-        i += 1
+    if given.get("config"):
+        values.update(config_defaults(given["config"]))
+    values.update(given)
     return TrainConfig(**values)
 
 
@@ -212,7 +294,26 @@ def _device() -> torch.device:
 
 def _build_model(cfg: TrainConfig) -> nn.Module:
     torch.manual_seed(cfg.seed)  # same initial weights on every rank
-    return GPT(cfg.gpt()) if cfg.model == "gpt" else SmallCNN(cfg.cnn())
+    model = GPT(cfg.gpt()) if cfg.model == "gpt" else SmallCNN(cfg.cnn())
+    if cfg.recompute == "full" and isinstance(model, GPT):
+        apply_recompute(model)
+    return model
+
+
+def _checkpointed(block: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    from torch.utils.checkpoint import checkpoint
+
+    out: torch.Tensor = checkpoint(type(block).forward, block, x, use_reentrant=False)
+    return out
+
+
+def apply_recompute(model: GPT) -> GPT:
+    # Full activation recomputation (Chen et al. 2016): each block keeps only its input and
+    # re-runs its forward during backward. The block's own ``forward`` is replaced on the
+    # instance, so module names (and the TP plan, FSDP units, echo_trace events) stay the same.
+    for block in model.blocks.values():
+        block.forward = functools.partial(_checkpointed, block)  # type: ignore[method-assign]
+    return model
 
 
 def _batch(cfg: TrainConfig, step: int, index: int,
@@ -321,8 +422,9 @@ def _dp_job(cfg: TrainConfig, rank: int, world: int, device: torch.device) -> Jo
 
 
 def _pp_job(cfg: TrainConfig, rank: int, world: int, device: torch.device) -> Job:
-    """pp: rank r holds pipeline stage r; Schedule1F1B runs the micro-batches of a step."""
-    from torch.distributed.pipelining import PipelineStage, Schedule1F1B
+    """pp: rank r holds pipeline stage r; Schedule1F1B (or ScheduleGPipe) runs the
+    micro-batches of a step."""
+    from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
 
     model = _build_model(cfg)
     assert isinstance(model, GPT)
@@ -333,7 +435,8 @@ def _pp_job(cfg: TrainConfig, rank: int, world: int, device: torch.device) -> Jo
         raise ValueError(f"--global-batch {global_batch} gives {n_micro} micro-batches; "
                          f"Schedule1F1B needs at least one per stage ({world})")
     stage = PipelineStage(model, rank, world, device)
-    schedule = Schedule1F1B(stage, n_micro, loss_fn=_loss)
+    kind = ScheduleGPipe if cfg.schedule == "gpipe" else Schedule1F1B
+    schedule = kind(stage, n_micro, loss_fn=_loss)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr)
     last = rank == world - 1
 

@@ -19,6 +19,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "replay",
     "stragglers",
     "simulate",
+    "search",
     "synth",
     "profile_comm",
 )

@@ -1,0 +1,146 @@
+"""``search PATH``: the best parallel layouts of the traced model under a memory limit."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from echo_sim.commands.spec import Command, Result, arg
+from echo_sim.errors import ConfigError
+
+__all__ = ["COMMAND", "render"]
+
+DESCRIPTION = """\
+Search every valid parallel layout of the traced model on --gpus devices: dp x tp x pp =
+GPUs, tp inside a node and dividing the attention heads, pp (x virtual stages) dividing the
+blocks, micro-batch dividing the per-replica batch, DDP or FSDP/ZeRO-3, no or full
+activation recomputation, 1F1B / GPipe / interleaved schedules. (Selective recomputation,
+sequence parallelism and ZeRO-1/2 are not modelled by simulate and not searched.)
+
+Layouts whose memory lower bound exceeds --memory-limit are dropped before timing; the
+rest are visited in order of a lower bound of their time (one cheap probe simulation per
+tensor-parallel degree x micro-batch x recomputation, then per layout) and a layout whose
+bound cannot reach the --top best is never simulated, so the ranking equals timing every
+layout with `simulate`. Prints the ranked table: layout, predicted iteration time,
+throughput, peak memory, fits / OOM and the busiest rank's breakdown (compute, exposed
+communication, pipeline bubble). --output writes the best layout as a config that
+`examples/train.py --config FILE` runs with DDP / FSDP2 / DTensor TP / pipelining.
+"""
+
+
+def _fmt_gib(n: float) -> str:
+    return f"{n / 2**30:.1f} GiB"
+
+
+def render(res: Any, top: int) -> str:
+    """The ranked table of a :class:`~echo_sim.search.result.SearchResult`."""
+    s = res.space
+    lines = [f"searched {res.enumerated} layouts of {s.gpus} GPUs ({s.cluster}, "
+             f"{s.gpus_per_node}/node), global batch {s.global_batch}, objective "
+             f"{res.objective}: {res.pruned_memory} pruned by memory, {res.pruned_bound} by "
+             f"time bound, {res.simulated} simulated, in {res.wall_s:.1f} s "
+             f"({res.workers} worker(s))", ""]
+    head = (f"{'#':>3} {'layout':<44} {'iter ms':>10} {'samples/s':>10} {'peak mem':>10} "
+            f"{'fits':>4} {'compute ms':>11} {'exp comm ms':>11} {'bubble ms':>10}")
+    lines += [head, "-" * len(head)]
+    for i, c in enumerate(res.candidates[:top], 1):
+        lines.append(f"{i:>3} {c.layout.label:<44} {c.iteration_time_us / 1e3:>10.2f} "
+                     f"{c.samples_per_s:>10.2f} {_fmt_gib(c.peak_memory_bytes):>10} "
+                     f"{'yes' if c.fits else 'OOM':>4} {c.compute_us / 1e3:>11.2f} "
+                     f"{c.exposed_comm_us / 1e3:>11.2f} {c.bubble_us / 1e3:>10.2f}")
+    if res.invalid:
+        lines += ["", f"{len(res.invalid)} layout(s) rejected by simulate, e.g. "
+                      f"{res.invalid[0][0]}: {res.invalid[0][1]}"]
+    return "\n".join(lines)
+
+
+def _space_dims(text: str | None) -> tuple[str, ...]:
+    from echo_sim.search.space import DIMENSIONS
+
+    if not text:
+        return DIMENSIONS
+    dims = tuple(d.strip() for d in text.split(",") if d.strip())
+    bad = [d for d in dims if d not in DIMENSIONS]
+    if bad or not dims:
+        raise ConfigError(f"--space {text!r}: unknown {', '.join(bad) or 'empty list'}; valid: "
+                          f"{','.join(DIMENSIONS)}")
+    return dims
+
+
+def _workers(text: str | None) -> int | str | None:
+    if text is None:
+        return None
+    if text == "ray":
+        return "ray"
+    if not text.isdigit() or int(text) < 1:
+        raise ConfigError(f"--workers {text!r}: give a number of processes >= 1 or 'ray'")
+    return int(text)
+
+
+def run(opts: Any) -> Result:
+    from echo_sim.cost.memory_model import parse_bytes
+    from echo_sim.load import load_trace
+    from echo_sim.search import SearchSpace, search, write_train_config
+    from echo_sim.workload.ops import extract_workload
+
+    if opts.gpus is None or opts.global_batch is None:
+        raise ConfigError("search needs --gpus N and --global-batch N")
+    if opts.top < 1:
+        raise ConfigError(f"--top {opts.top} must be >= 1")
+    space = SearchSpace(
+        gpus=opts.gpus, global_batch=opts.global_batch, gpus_per_node=opts.gpus_per_node,
+        cluster=opts.cluster,
+        memory_limit_bytes=parse_bytes(opts.memory_limit) if opts.memory_limit else None,
+        dims=_space_dims(opts.space), comm_profile=opts.comm_profile,
+        vary_gpus=opts.objective == "cost")
+    workload = extract_workload(load_trace(opts.paths[0]))
+    res = search(workload, space, objective=opts.objective, top=opts.top,
+                 workers=_workers(opts.workers),
+                 progress=bool(sys.stderr.isatty()) and not opts.json)
+    data = res.to_dict(top=opts.top)
+    data["source"] = opts.paths[0]
+    text = render(res, opts.top)
+    if opts.output and res.best is not None:
+        path = write_train_config(opts.output, res.best, global_batch=space.global_batch,
+                                  model=workload.model, source=opts.paths[0])
+        data["output"] = str(path)
+        text += f"\n\nwrote the best layout ({res.best.layout.label}) to {path}"
+    return Result(text, data)
+
+
+COMMAND = Command(
+    name="search",
+    help="find the best parallel layout under a memory limit (and write a train config)",
+    description=DESCRIPTION,
+    run=run,
+    epilog="example: python -m echo_sim search gpt175b --gpus 1024 --gpus-per-node 8 "
+           "--cluster dgx-h100 --global-batch 1536 --memory-limit 80GB --top 10 "
+           "--output best.json",
+    args=(
+        arg("--gpus", type=int, default=None, help="devices to lay the job out on (required)"),
+        arg("--gpus-per-node", type=int, default=8,
+            help="devices per node; tensor parallelism stays inside a node (default 8)"),
+        arg("--cluster", default="dgx-h100",
+            help="cluster preset: dgx-a100, dgx-h100, dgx-h200, dgx2-v100, cpu-gloo "
+                 "(default dgx-h100)"),
+        arg("--global-batch", type=int, default=None,
+            help="samples per iteration over all replicas (required)"),
+        arg("--memory-limit", metavar="SIZE", default=None,
+            help="device memory limit, e.g. 80GB (10^9) or 80GiB (2^30) "
+                 "(default: the GPU's memory)"),
+        arg("--top", type=int, default=10, help="layouts to rank exactly and print (default 10)"),
+        arg("--objective", choices=["time", "throughput", "cost"], default="time",
+            help="rank by iteration time, throughput, or cost = GPU-seconds per sample "
+                 "(cost also tries every divisor of --gpus as the world size; default time)"),
+        arg("--space", metavar="DIMS", default=None,
+            help="comma-separated dimensions to search, the rest held at defaults: "
+                 "dp,tp,pp,vpp,micro-batch,fsdp,recompute,schedule (default: all)"),
+        arg("--workers", metavar="N|ray", default=None,
+            help="local worker processes (default: one per core), or 'ray' to run on a Ray "
+                 "cluster (RAY_ADDRESS, else a local instance)"),
+        arg("--comm-profile", metavar="FILE", default=None,
+            help="measured collective profile (from profile-comm)"),
+        arg("--output", "-o", metavar="FILE", default=None,
+            help="write the best layout as a config for examples/train.py --config FILE"),
+    ),
+)

@@ -1,0 +1,326 @@
+"""Lower bounds that let the search skip layouts without timing them, exactly.
+
+Every bound here is a *lower* bound of what :func:`~echo_sim.sim.simulate.simulate` would
+predict for the layout, so a layout is dropped only when even its bound is worse than a
+layout already timed (branch and bound) or over the memory limit. Tests hold each bound
+to simulate's own figure on every layout of small spaces, and the pruned search to the
+exhaustive one.
+
+**Memory floor** (no simulation), :func:`memory_floor_bytes`. ``simulate`` charges stage
+``s`` ``states_s + act_s · k_s + buffers_s + baseline`` (ZeRO model states of the stage's
+tensor-parallel shard, activations of one micro-batch times the micro-batches in flight,
+DDP buckets), so its largest stage is at least the mean over stages
+``(Σ states + k_min · Σ act + Σ buffers) / pp``, ``k_min`` = 1 (1F1B: the last stage holds
+one micro-batch) or ``m`` (GPipe). ``Σ act`` is at least the whole model's activation bytes
+(with recomputation each block keeps its input plus the largest working set: a sum of
+per-stage maxima is at least the global maximum).
+
+**Op probe** (one simulation per tensor-parallel degree × micro-batch × recomputation),
+:class:`OpProbe`: the layout's tp / micro-batch / recomputation on one pipeline stage and
+one micro-batch. It yields simulate's own time of every operator and of the blocking
+tensor-parallel all-reduces each operator issues (they do not depend on the pipeline or
+data-parallel degree), the optimizer step and the measured memory baseline.
+
+* *Time floor*: the busiest pipeline rank computes at least the mean,
+  ``T >= (m · (ops + tp_comm) + update) / pp``.
+* :meth:`OpProbe.stage_bound` cuts the model into ``pp · vpp`` virtual stages the way
+  ``make_plan`` does (:func:`~echo_sim.workload.pipeline.split_units` on the per-unit
+  forward + backward time) and gives, per pipeline rank ``s``, the compute + blocking TP
+  time of one micro-batch ``a_s``, the optimizer step ``u_s`` and the forward/backward
+  time ``f_v``, ``b_v`` of every virtual stage. Rank ``s`` cannot start its first forward
+  before virtual stages ``0..s-1`` forwarded micro-batch 0, and after its last backward
+  those stages still run theirs (the pipeline fill and drain; Narayanan et al. 2021,
+  §2.2): ``T >= max_s max(Σ_{v<s} f_v + m·a_s + Σ_{v<s} b_v, m·a_s + u_s)``.
+* Its memory is simulate's memory model (``echo_sim.sim.simulate``'s per-stage sum, with
+  the functions of :mod:`echo_sim.cost.memory_model`) evaluated on the same split and the
+  schedule's in-flight micro-batches (:func:`~echo_sim.workload.pipeline.stage_actions`);
+  tests hold it equal to simulate's peak on every layout.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from echo_sim.cost.memory_model import (
+    activation_bytes,
+    dtype_bytes,
+    model_state_bytes,
+    optimizer_states,
+)
+from echo_sim.errors import ConfigError
+from echo_sim.search.space import ParallelLayout, SearchSpace
+from echo_sim.workload.fsdp import fsdp_units
+from echo_sim.workload.pipeline import split_units, stage_actions
+from echo_sim.workload.tensor_parallel import tp_param_bytes
+
+__all__ = ["MemoryFloor", "OpProbe", "StageBound", "memory_floor_bytes", "probe_ops"]
+
+
+def _model_states(workload: Any) -> tuple[int, int, bool]:
+    elem = dtype_bytes(workload.dtype)
+    upd = workload.update_ops
+    return elem, (optimizer_states(upd[0].name) if upd else 0), elem == 2
+
+
+class MemoryFloor:
+    """:func:`memory_floor_bytes` for many layouts of one workload, its sums memoised."""
+
+    def __init__(self, workload: Any) -> None:
+        self.workload = workload
+        self.elem, self.states, self.mixed = _model_states(workload)
+        self._parts: dict[tuple[int, int, bool], tuple[float, float]] = {}
+
+    def _sums(self, tp: int, mb: int, recompute: bool) -> tuple[float, float]:
+        """(TP-sharded parameter bytes, whole-model activations of one micro-batch)."""
+        got = self._parts.get((tp, mb, recompute))
+        if got is None:
+            fw = self.workload.fw_ops
+            total = float(sum(tp_param_bytes(o, tp) for o in fw))
+            mb_scale = mb / (self.workload.micro_batch or mb)
+            act = activation_bytes(fw, tp=tp, mb_scale=mb_scale, recompute=recompute)
+            got = self._parts[(tp, mb, recompute)] = (total, act)
+        return got
+
+    def __call__(self, layout: ParallelLayout, global_batch: int) -> float:
+        total, act = self._sums(layout.tp, layout.micro_batch, layout.recompute == "full")
+        params, grads, opt = model_state_bytes(total, elem_bytes=self.elem, states=self.states,
+                                               mixed=self.mixed,
+                                               shard=layout.dp if layout.fsdp else 1)
+        k = layout.micro_batches(global_batch) if layout.schedule == "gpipe" and \
+            layout.pp > 1 else 1
+        buffers = total if (not layout.fsdp and layout.dp > 1) else 0.0
+        return (params + grads + opt + k * act + buffers) / layout.pp
+
+
+def memory_floor_bytes(workload: Any, layout: ParallelLayout, global_batch: int) -> float:
+    """A lower bound of simulate's peak memory for ``layout`` (module docstring)."""
+    return MemoryFloor(workload)(layout, global_batch)
+
+
+@dataclass(frozen=True)
+class StageBound:
+    """Per pipeline rank: one micro-batch's compute + TP time and the fill / drain before
+    and after it (µs); ``stage_fw``: the forward ops of every virtual stage."""
+
+    per_mb_us: tuple[float, ...]
+    fill_us: tuple[float, ...]
+    drain_us: tuple[float, ...]
+    stage_fw: tuple[tuple[Any, ...], ...]
+
+
+@functools.lru_cache(maxsize=4096)
+def _actions(schedule: str, P: int, m: int, s: int, V: int) -> tuple[tuple[str, int], ...]:
+    return tuple((ph, c) for ph, c, _ in stage_actions(schedule, P, m, s, V))
+
+
+@functools.lru_cache(maxsize=4096)
+def _in_flight(schedule: str, P: int, m: int, s: int) -> int:
+    cur = best = 0
+    for phase, _ in _actions(schedule, P, m, s, 1):
+        cur += 1 if phase == "F" else -1
+        best = max(best, cur)
+    return best
+
+
+@dataclass
+class OpProbe:
+    """simulate's op times for one (tp, micro-batch, recomputation): see the module doc."""
+
+    workload: Any
+    tp: int
+    micro_batch: int
+    recompute: bool
+    time_us: np.ndarray  # per op index: compute time of one micro-batch
+    tp_comm_us: np.ndarray  # per op index: blocking TP all-reduce time it issues
+    baseline_bytes: float
+    is_cpu: bool
+    _splits: dict[tuple[int, int], StageBound] = field(default_factory=dict, repr=False)
+    _floor: tuple[float, float] | None = field(default=None, repr=False)
+    _mem: dict[tuple[int, int, int], tuple[float, list[float], float]] = field(
+        default_factory=dict, repr=False)
+
+    def time_floor_us(self, layout: ParallelLayout, global_batch: int) -> float:
+        m = layout.micro_batches(global_batch)
+        per_mb, upd = self._sums()
+        return (m * per_mb + upd / (layout.dp if layout.fsdp else 1)) / layout.pp
+
+    def _sums(self) -> tuple[float, float]:
+        """(F/B ops + TP all-reduces of one micro-batch, optimizer step of the TP shard)."""
+        if self._floor is None:
+            fw = self.workload.fw_ops
+            share = float(sum(tp_param_bytes(o, self.tp) for o in fw)) / \
+                (float(sum(o.param_bytes for o in fw)) or 1.0)
+            upd = self._update_part()
+            self._floor = (float(self.time_us.sum()) - upd + float(self.tp_comm_us.sum()),
+                           upd * share)
+        return self._floor
+
+    def _update_part(self) -> float:
+        return float(sum(self.time_us[o.index] for o in self.workload.update_ops))
+
+    def stage_bound(self, layout: ParallelLayout) -> StageBound:
+        """The split into ``pp · vpp`` virtual stages and its per-rank times (cached)."""
+        P, V = layout.pp, layout.vpp
+        got = self._splits.get((P, V))
+        if got is None:
+            got = self._splits[(P, V)] = self._split(P, V)
+        return got
+
+    def _split(self, P: int, V: int) -> StageBound:
+        # make_plan's cut: units in forward order, forward + backward time per unit
+        wl = self.workload
+        t = self.time_us
+        fw_all = wl.fw_ops
+        units: list[str] = []
+        unit_time: dict[str, float] = {}
+        unit_block: dict[str, bool] = {}
+        fw_of = {o.module: o for o in fw_all}
+        for o in fw_all:
+            if o.unit not in unit_time:
+                units.append(o.unit)
+                unit_time[o.unit] = 0.0
+                unit_block[o.unit] = o.block >= 0
+            unit_time[o.unit] += float(t[o.index])
+        for o in wl.bw_ops:
+            f = fw_of.get(o.module)
+            unit_time[f.unit if f else units[-1]] += float(t[o.index])
+        nvs = P * V
+        cut = split_units(units, [unit_time[u] for u in units], [unit_block[u] for u in units],
+                          nvs) if nvs > 1 else [0] * len(units)
+        vs_of_unit = dict(zip(units, cut, strict=True))
+        f_v = [0.0] * nvs
+        b_v = [0.0] * nvs
+        c_v = [0.0] * nvs  # TP all-reduces, both phases
+        fw_v: list[list[Any]] = [[] for _ in range(nvs)]
+        for o in fw_all:
+            v = vs_of_unit[o.unit]
+            f_v[v] += float(t[o.index])
+            c_v[v] += float(self.tp_comm_us[o.index])
+            fw_v[v].append(o)
+        for o in wl.bw_ops:
+            f = fw_of.get(o.module)
+            v = vs_of_unit[f.unit] if f is not None else nvs - 1
+            b_v[v] += float(t[o.index])
+            c_v[v] += float(self.tp_comm_us[o.index])
+        per_mb = [sum(f_v[c * P + s] + b_v[c * P + s] + c_v[c * P + s] for c in range(V))
+                  for s in range(P)]
+        fill = [float(sum(f_v[:s])) for s in range(P)]
+        drain = [float(sum(b_v[:s])) for s in range(P)]
+        return StageBound(per_mb_us=tuple(per_mb), fill_us=tuple(fill),
+                          drain_us=tuple(drain), stage_fw=tuple(tuple(x) for x in fw_v))
+
+    def time_bound_us(self, layout: ParallelLayout, global_batch: int) -> float:
+        """Level-2 time bound of ``layout`` (fill / drain and the busiest rank)."""
+        sb = self.stage_bound(layout)
+        m = layout.micro_batches(global_batch)
+        upd = self._updates(layout, sb)
+        best = 0.0
+        for s, a in enumerate(sb.per_mb_us):
+            busy = m * a
+            best = max(best, sb.fill_us[s] + busy + sb.drain_us[s], busy + upd[s])
+        return best
+
+    def _updates(self, layout: ParallelLayout, sb: StageBound) -> list[float]:
+        # make_plan: the optimizer step of a rank is the step's share of the parameters it
+        # holds (TP-sharded bytes over all bytes), / dp under FSDP
+        total = float(sum(o.param_bytes for o in self.workload.fw_ops)) or 1.0
+        upd = self._update_part()
+        P, V = layout.pp, layout.vpp
+        out = []
+        for s in range(P):
+            held = sum(tp_param_bytes(o, self.tp) for c in range(V) for o in sb.stage_fw[c * P + s])
+            out.append(upd * held / total / (layout.dp if layout.fsdp else 1))
+        return out
+
+    def _rank_parts(self, layout: ParallelLayout, s: int) -> tuple[float, list[float], float]:
+        """(parameter bytes, activations of one micro-batch per chunk, biggest FSDP unit)
+        of pipeline rank ``s``, memoised per split."""
+        key = (layout.pp, layout.vpp, s)
+        got = self._mem.get(key)
+        if got is None:
+            wl = self.workload
+            sb = self.stage_bound(layout)
+            P, V, tp = layout.pp, layout.vpp, self.tp
+            chunks = [sb.stage_fw[c * P + s] for c in range(V)]
+            pbytes = float(sum(tp_param_bytes(o, tp) for ch in chunks for o in ch))
+            mb_scale = self.micro_batch / (wl.micro_batch or self.micro_batch)
+            per_chunk = [activation_bytes(ch, tp=tp, mb_scale=mb_scale, recompute=self.recompute)
+                         for ch in chunks]
+            units = [float(sum(tp_param_bytes(o, tp) for o in ops)) for ch in chunks
+                     for ops in fsdp_units(ch, wl.has_blocks).values()]
+            got = self._mem[key] = (pbytes, per_chunk, max(units, default=0.0))
+        return got
+
+    def memory_bytes(self, layout: ParallelLayout, global_batch: int) -> float:
+        """Peak memory of ``layout`` by simulate's memory model on this split (max rank)."""
+        elem, states, mixed = _model_states(self.workload)
+        P, V, dp = layout.pp, layout.vpp, layout.dp
+        m = layout.micro_batches(global_batch)
+        out = 0.0
+        for s in range(P):
+            pbytes, per_chunk, biggest = self._rank_parts(layout, s)
+            params, grads, opt = model_state_bytes(pbytes, elem_bytes=elem, states=states,
+                                                   mixed=mixed,
+                                                   shard=dp if layout.fsdp else 1)
+            if V == 1:  # one chunk: in-flight count times one micro-batch's activations
+                acts = per_chunk[0] * _in_flight(layout.schedule, P, m, s)
+            else:
+                cur = acts = 0.0
+                for phase, c in _actions(layout.schedule, P, m, s, V):
+                    cur += per_chunk[c] if phase == "F" else -per_chunk[c]
+                    acts = max(acts, cur)
+            buffers = 0.0
+            if layout.fsdp:
+                gathered = pbytes if P > 1 else biggest * (1 if self.is_cpu else 2)
+                buffers = gathered + biggest
+            elif dp > 1:
+                buffers = pbytes
+            out = max(out, params + grads + opt + acts + buffers + self.baseline_bytes)
+        return out
+
+
+def _tp_comm_by_op(res: Any) -> np.ndarray:
+    """Per op index: duration of the TP all-reduces it issues in micro-batch 0."""
+    built, sched = res.built, res.schedule
+    g = built.graph
+    names = g.resource_names
+    r = built.ranks[0]
+    want = f"rank{r}/comm_tp"
+    hooks = built.plan.stages[0].hooks
+    out = np.zeros(len(built.plan.time_us))
+    for tk in built.comm_tasks[r]:
+        lab = g.labels[tk]
+        if not (isinstance(lab, tuple) and len(lab) == 4 and lab[0] == "comm" and lab[3] == 0):
+            continue
+        if not any(names[x] == want for x in g.resources[tk]):
+            continue
+        issue = hooks[lab[2]].issue
+        if issue >= 0:  # issued at an action's start: left out (a bound may drop time)
+            out[issue] += float(sched.end_us[tk] - sched.start_us[tk])
+    return out
+
+
+def probe_ops(workload: Any, layout: ParallelLayout, space: SearchSpace, *,
+              batch_traces: tuple[Any, ...] = ()) -> OpProbe:
+    """Simulate ``layout``'s tp / micro-batch / recomputation as one stage, one micro-batch."""
+    from echo_sim.sim.simulate import simulate
+
+    one = ParallelLayout(dp=layout.dp * layout.pp, tp=layout.tp, pp=1,
+                         micro_batch=layout.micro_batch, recompute=layout.recompute)
+    res = simulate(workload, one.sim_config(space, global_batch=one.dp * one.micro_batch),
+                   batch_traces=batch_traces, keep=True)
+    if res.built is None:  # pragma: no cover - keep=True always keeps it
+        raise ConfigError("simulate kept no task graph for the probe")
+    plan = res.built.plan
+    from echo_sim.cost.hardware import CLUSTERS
+
+    is_cpu = CLUSTERS[space.cluster.strip().lower()].gpu.name == "cpu"
+    t = np.array(plan.time_us, dtype=float)
+    return OpProbe(workload=workload, tp=layout.tp, micro_batch=layout.micro_batch,
+                   recompute=layout.recompute == "full", time_us=t,
+                   tp_comm_us=_tp_comm_by_op(res),
+                   baseline_bytes=float(res.ranks[0].memory.get("baseline", 0)), is_cpu=is_cpu)

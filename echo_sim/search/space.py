@@ -1,0 +1,264 @@
+"""The layouts a search may try: :class:`SearchSpace` and its enumeration.
+
+A layout (:class:`ParallelLayout`) is one :class:`~echo_sim.sim.simulate.SimConfig` of the
+traced model on ``gpus`` devices. Validity rules (Narayanan et al. 2021, "Efficient
+Large-Scale Language Model Training on GPU Clusters Using Megatron-LM", §3 takeaways):
+
+* ``dp · tp · pp = gpus`` (every device used);
+* ``tp`` divides ``gpus_per_node`` (a tensor-parallel group never crosses a node: its
+  all-reduces are on the critical path) and the model's attention heads and hidden size;
+* ``pp · vpp`` divides the number of transformer blocks (equal stages; ``vpp`` virtual
+  stages per rank only with the interleaved schedule, ``vpp >= 2``);
+* ``micro_batch`` divides the per-replica batch ``global_batch / dp``; the interleaved
+  schedule needs the micro-batch count divisible by ``pp`` (Megatron's rule);
+* FSDP / ZeRO-3 only with ``dp >= 2``; with ``pp = 1`` the schedule is plain gradient
+  accumulation, so only ``1f1b`` is listed (GPipe and interleaving mean nothing there).
+
+What the simulator cannot express, and so the space does not offer: *selective*
+recomputation (Korthikanti et al. 2022) — ``simulate`` models none or full recomputation
+only; sequence parallelism; ZeRO-1/2 (only DDP or full sharding); uneven pipeline stages.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from echo_sim.errors import ConfigError
+
+__all__ = [
+    "DIMENSIONS",
+    "RECOMPUTE",
+    "SCHEDULES",
+    "ParallelLayout",
+    "SearchSpace",
+    "divisors",
+    "enumerate_layouts",
+]
+
+DIMENSIONS: tuple[str, ...] = ("dp", "tp", "pp", "vpp", "micro-batch", "fsdp", "recompute",
+                               "schedule")
+RECOMPUTE: tuple[str, ...] = ("none", "full")
+SCHEDULES: tuple[str, ...] = ("1f1b", "gpipe", "interleaved")
+OBJECTIVES: tuple[str, ...] = ("time", "throughput", "cost")
+
+
+def divisors(n: int) -> list[int]:
+    """Positive divisors of ``n`` in increasing order."""
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def _ints(name: str, values: tuple[int, ...] | None) -> None:
+    if values is None:
+        return
+    if not values or any(not isinstance(v, int) or v < 1 for v in values):
+        raise ConfigError(f"{name}={values!r} must be a non-empty tuple of integers >= 1")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SearchSpace:
+    """What to search: ``gpus`` devices of ``cluster``, ``global_batch`` samples per step.
+
+    ``dims``: the dimensions searched (:data:`DIMENSIONS`); a dimension left out is held at
+    its default (tp 1, pp 1, vpp 1, micro-batch = the traced one, DDP, no recomputation,
+    1F1B); ``dp`` is always ``gpus / (tp · pp)``. ``tp`` / ``pp`` / ``vpp`` /
+    ``micro_batch``: restrict a dimension to these values (``None``: every valid one).
+    ``memory_limit_bytes``: device memory (default: the cluster GPU's). ``vary_gpus``: also
+    try every divisor of ``gpus`` as the world size (the ``cost`` objective).
+    """
+
+    gpus: int
+    global_batch: int
+    gpus_per_node: int = 8
+    cluster: str = "dgx-h100"
+    memory_limit_bytes: int | None = None
+    dims: tuple[str, ...] = DIMENSIONS
+    tp: tuple[int, ...] | None = None
+    pp: tuple[int, ...] | None = None
+    vpp: tuple[int, ...] | None = None
+    micro_batch: tuple[int, ...] | None = None
+    schedules: tuple[str, ...] = SCHEDULES
+    recompute: tuple[str, ...] = RECOMPUTE
+    fsdp: tuple[bool, ...] = (False, True)
+    comm_profile: str | None = None
+    vary_gpus: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("gpus", "global_batch", "gpus_per_node"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or v < 1:
+                raise ConfigError(f"{name}={v!r} must be an integer >= 1")
+        if self.memory_limit_bytes is not None and (
+                not isinstance(self.memory_limit_bytes, int) or self.memory_limit_bytes < 1):
+            raise ConfigError(f"memory_limit_bytes={self.memory_limit_bytes!r} must be an "
+                              "integer >= 1")
+        bad = [d for d in self.dims if d not in DIMENSIONS]
+        if bad:
+            raise ConfigError(f"unknown search dimension(s) {', '.join(bad)}; valid: "
+                              f"{', '.join(DIMENSIONS)}")
+        for name in ("tp", "pp", "vpp", "micro_batch"):
+            _ints(name, getattr(self, name))
+        bad = [s for s in self.schedules if s not in SCHEDULES]
+        if bad or not self.schedules:
+            raise ConfigError(f"schedules={self.schedules!r}; valid: {', '.join(SCHEDULES)}")
+        if "selective" in self.recompute:
+            raise ConfigError("recompute 'selective' is not modelled by simulate (it models "
+                              f"none or full recomputation); valid: {', '.join(RECOMPUTE)}")
+        bad = [r for r in self.recompute if r not in RECOMPUTE]
+        if bad or not self.recompute:
+            raise ConfigError(f"recompute={self.recompute!r}; valid: {', '.join(RECOMPUTE)}")
+        if not self.fsdp or any(not isinstance(f, bool) for f in self.fsdp):
+            raise ConfigError(f"fsdp={self.fsdp!r} must be a non-empty tuple of booleans")
+        from echo_sim.cost.hardware import CLUSTERS
+
+        if self.cluster.strip().lower() not in CLUSTERS:
+            raise ConfigError(f"unknown cluster {self.cluster!r}; valid: {', '.join(CLUSTERS)}")
+
+
+@dataclass(frozen=True, kw_only=True, order=True)
+class ParallelLayout:
+    """One point of the space: degrees, micro-batch, sharding, recomputation, schedule."""
+
+    dp: int
+    tp: int
+    pp: int
+    vpp: int = 1
+    micro_batch: int = 1
+    fsdp: bool = False
+    recompute: str = "none"
+    schedule: str = "1f1b"
+
+    @property
+    def world(self) -> int:
+        return self.dp * self.tp * self.pp
+
+    def micro_batches(self, global_batch: int) -> int:
+        """Micro-batches per replica per step."""
+        return global_batch // (self.dp * self.micro_batch)
+
+    @property
+    def label(self) -> str:
+        """Short text: ``dp16 tp8 pp8 v2 mb1 fsdp rc 1f1b``."""
+        parts = [f"dp{self.dp}", f"tp{self.tp}", f"pp{self.pp}"]
+        if self.vpp > 1:
+            parts.append(f"v{self.vpp}")
+        parts.append(f"mb{self.micro_batch}")
+        parts.append("fsdp" if self.fsdp else "ddp")
+        if self.recompute != "none":
+            parts.append(f"rc-{self.recompute}")
+        if self.pp > 1:
+            parts.append(self.schedule)
+        return " ".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"dp": self.dp, "tp": self.tp, "pp": self.pp, "vpp": self.vpp,
+                "micro_batch": self.micro_batch, "fsdp": self.fsdp,
+                "recompute": self.recompute, "schedule": self.schedule}
+
+    def sim_config(self, space: SearchSpace, *, global_batch: int | None = None,
+                   keep_schedule: bool = True) -> Any:
+        """The :class:`~echo_sim.sim.simulate.SimConfig` that times this layout."""
+        from echo_sim.sim.simulate import SimConfig
+
+        gpn = min(space.gpus_per_node, self.world)
+        return SimConfig(
+            dp=self.dp, tp=self.tp, pp=self.pp, micro_batch=self.micro_batch,
+            global_batch=global_batch or space.global_batch,
+            schedule=self.schedule if keep_schedule else "1f1b",
+            virtual_stages=self.vpp, gpus_per_node=gpn,
+            nodes=self.world // gpn if self.world % gpn == 0 else None,
+            cluster=space.cluster, fsdp=self.fsdp, recompute=self.recompute == "full",
+            comm_profile=space.comm_profile, memory_limit_bytes=space.memory_limit_bytes)
+
+
+def _model_ints(model: dict[str, Any], key: str) -> int | None:
+    v = model.get(key)
+    try:
+        return int(v) if v else None
+    except (TypeError, ValueError):
+        return None
+
+
+def enumerate_layouts(workload: Any, space: SearchSpace) -> tuple[list[ParallelLayout],
+                                                                   list[str]]:
+    """Every valid layout of ``space`` for ``workload`` (a :class:`Workload`).
+
+    Returns (layouts, notes): notes say which rules emptied which dimension, for the error
+    raised by :func:`echo_sim.search.search` when nothing is left.
+    """
+    dims = set(space.dims)
+    blocks = int(workload.num_blocks)
+    heads = _model_ints(workload.model, "heads")
+    hidden = _model_ints(workload.model, "hidden")
+    roles = {o.role for o in workload.ops if o.phase == "F"}
+    can_tp = "column" in roles and "row" in roles
+    traced_mb = int(workload.micro_batch or 1)
+    gb = space.global_batch
+    notes: list[str] = []
+    worlds = divisors(space.gpus) if space.vary_gpus else [space.gpus]
+    out: list[ParallelLayout] = []
+    for world in worlds:
+        tps = [t for t in divisors(world)
+               if (space.tp is None or t in space.tp) and ("tp" in dims or t == 1)]
+        tps = [t for t in tps if space.gpus_per_node % t == 0 or t == 1]
+        if not can_tp:
+            tps = [t for t in tps if t == 1]
+        tps = [t for t in tps if (not heads or heads % t == 0) and (not hidden or hidden % t == 0)]
+        for tp in tps:
+            pps = [p for p in divisors(world // tp)
+                   if (space.pp is None or p in space.pp) and ("pp" in dims or p == 1)
+                   and (p == 1 or blocks % p == 0)]
+            for pp in pps:
+                dp = world // (tp * pp)
+                if gb % dp:
+                    continue
+                per_replica = gb // dp
+                mbs = [b for b in divisors(per_replica)
+                       if (space.micro_batch is None or b in space.micro_batch)]
+                if "micro-batch" not in dims:
+                    mbs = [b for b in mbs if b == min(traced_mb, per_replica)] or \
+                        [b for b in mbs if b == 1]
+                for mb in mbs:
+                    m = per_replica // mb
+                    for sched, vpp in _schedules(space, dims, pp, blocks, m):
+                        for fsdp in space.fsdp if "fsdp" in dims else (False,):
+                            if fsdp and dp < 2:
+                                continue
+                            for rc in space.recompute if "recompute" in dims else ("none",):
+                                out.append(ParallelLayout(dp=dp, tp=tp, pp=pp, vpp=vpp,
+                                                          micro_batch=mb, fsdp=fsdp,
+                                                          recompute=rc, schedule=sched))
+    if not out:
+        notes.append(_why_empty(space, blocks, heads, can_tp))
+    return out, notes
+
+
+def _schedules(space: SearchSpace, dims: set[str], pp: int, blocks: int,
+               m: int) -> list[tuple[str, int]]:
+    if pp == 1:
+        return [("1f1b", 1)]
+    scheds = space.schedules if "schedule" in dims else ("1f1b",)
+    out: list[tuple[str, int]] = []
+    for s in scheds:
+        if s != "interleaved":
+            out.append((s, 1))
+            continue
+        if "vpp" not in dims or m % pp:
+            continue
+        for v in divisors(blocks // pp):
+            if v >= 2 and (space.vpp is None or v in space.vpp):
+                out.append((s, v))
+    return out
+
+
+def _why_empty(space: SearchSpace, blocks: int, heads: int | None, can_tp: bool) -> str:
+    gb = space.global_batch
+    dps = [space.gpus // (t * p) for t in divisors(space.gpus) for p in divisors(space.gpus // t)]
+    if not any(gb % d == 0 for d in dps):
+        return (f"no factorisation dp·tp·pp = {space.gpus} GPUs has a data-parallel degree "
+                f"dividing global batch {gb}")
+    return (f"no layout of {space.gpus} GPUs satisfies the rules: tp divides gpus-per-node "
+            f"{space.gpus_per_node}{f' and heads {heads}' if heads else ''}"
+            f"{'' if can_tp else ' (the model has no tensor-parallel pattern: tp=1)'}, pp "
+            f"divides the {blocks} blocks, dp divides global batch {gb}"
+            f"{'' if space.tp is None and space.pp is None else ' within the given tp/pp'}")
