@@ -39,7 +39,6 @@ data-parallel degree), the optimizer step and the measured memory baseline.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,11 +49,12 @@ from echo_sim.cost.memory_model import (
     dtype_bytes,
     model_state_bytes,
     optimizer_states,
+    recompute_working_bytes,
 )
 from echo_sim.errors import ConfigError
 from echo_sim.search.space import ParallelLayout, SearchSpace
-from echo_sim.workload.fsdp import fsdp_units
-from echo_sim.workload.pipeline import split_units, stage_actions
+from echo_sim.sim.stage_memory import ChunkMemory, chunk_memory, stage_memory
+from echo_sim.workload.pipeline import split_units
 from echo_sim.workload.tensor_parallel import tp_param_bytes
 
 __all__ = ["MemoryFloor", "OpProbe", "StageBound", "memory_floor_bytes", "probe_ops"]
@@ -72,28 +72,31 @@ class MemoryFloor:
     def __init__(self, workload: Any) -> None:
         self.workload = workload
         self.elem, self.states, self.mixed = _model_states(workload)
-        self._parts: dict[tuple[int, int, bool], tuple[float, float]] = {}
+        self._parts: dict[tuple[int, int, bool], tuple[float, float, float]] = {}
 
-    def _sums(self, tp: int, mb: int, recompute: bool) -> tuple[float, float]:
+    def _sums(self, tp: int, mb: int, recompute: bool) -> tuple[float, float, float]:
         """(TP-sharded parameter bytes, whole-model activations of one micro-batch)."""
         got = self._parts.get((tp, mb, recompute))
         if got is None:
             fw = self.workload.fw_ops
             total = float(sum(tp_param_bytes(o, tp) for o in fw))
             mb_scale = mb / (self.workload.micro_batch or mb)
-            act = activation_bytes(fw, tp=tp, mb_scale=mb_scale, recompute=recompute)
-            got = self._parts[(tp, mb, recompute)] = (total, act)
+            # saved activations per micro-batch, plus the working set held once
+            act = activation_bytes(fw, tp=tp, mb_scale=mb_scale, recompute=recompute,
+                                   include_working=False)
+            work = recompute_working_bytes(fw, tp=tp, mb_scale=mb_scale, recompute=recompute)
+            got = self._parts[(tp, mb, recompute)] = (total, act, work)
         return got
 
     def __call__(self, layout: ParallelLayout, global_batch: int) -> float:
-        total, act = self._sums(layout.tp, layout.micro_batch, layout.recompute == "full")
+        total, act, work = self._sums(layout.tp, layout.micro_batch, layout.recompute == "full")
         params, grads, opt = model_state_bytes(total, elem_bytes=self.elem, states=self.states,
                                                mixed=self.mixed,
                                                shard=layout.dp if layout.fsdp else 1)
         k = layout.micro_batches(global_batch) if layout.schedule == "gpipe" and \
             layout.pp > 1 else 1
         buffers = total if (not layout.fsdp and layout.dp > 1) else 0.0
-        return (params + grads + opt + k * act + buffers) / layout.pp
+        return (params + grads + opt + k * act + work + buffers) / layout.pp
 
 
 def memory_floor_bytes(workload: Any, layout: ParallelLayout, global_batch: int) -> float:
@@ -112,20 +115,6 @@ class StageBound:
     stage_fw: tuple[tuple[Any, ...], ...]
 
 
-@functools.lru_cache(maxsize=4096)
-def _actions(schedule: str, P: int, m: int, s: int, V: int) -> tuple[tuple[str, int], ...]:
-    return tuple((ph, c) for ph, c, _ in stage_actions(schedule, P, m, s, V))
-
-
-@functools.lru_cache(maxsize=4096)
-def _in_flight(schedule: str, P: int, m: int, s: int) -> int:
-    cur = best = 0
-    for phase, _ in _actions(schedule, P, m, s, 1):
-        cur += 1 if phase == "F" else -1
-        best = max(best, cur)
-    return best
-
-
 @dataclass
 class OpProbe:
     """simulate's op times for one (tp, micro-batch, recomputation): see the module doc."""
@@ -140,7 +129,7 @@ class OpProbe:
     is_cpu: bool
     _splits: dict[tuple[int, int], StageBound] = field(default_factory=dict, repr=False)
     _floor: tuple[float, float] | None = field(default=None, repr=False)
-    _mem: dict[tuple[int, int, int], tuple[float, list[float], float]] = field(
+    _mem: dict[tuple[int, int, int], list[ChunkMemory]] = field(
         default_factory=dict, repr=False)
 
     def time_floor_us(self, layout: ParallelLayout, global_batch: int) -> float:
@@ -236,51 +225,31 @@ class OpProbe:
             out.append(upd * held / total / (layout.dp if layout.fsdp else 1))
         return out
 
-    def _rank_parts(self, layout: ParallelLayout, s: int) -> tuple[float, list[float], float]:
-        """(parameter bytes, activations of one micro-batch per chunk, biggest FSDP unit)
-        of pipeline rank ``s``, memoised per split."""
+    def _rank_chunks(self, layout: ParallelLayout, s: int) -> list[ChunkMemory]:
+        """What each chunk of pipeline rank ``s`` holds in memory, memoised per split."""
         key = (layout.pp, layout.vpp, s)
         got = self._mem.get(key)
         if got is None:
             wl = self.workload
             sb = self.stage_bound(layout)
-            P, V, tp = layout.pp, layout.vpp, self.tp
-            chunks = [sb.stage_fw[c * P + s] for c in range(V)]
-            pbytes = float(sum(tp_param_bytes(o, tp) for ch in chunks for o in ch))
+            P, V = layout.pp, layout.vpp
             mb_scale = self.micro_batch / (wl.micro_batch or self.micro_batch)
-            per_chunk = [activation_bytes(ch, tp=tp, mb_scale=mb_scale, recompute=self.recompute)
-                         for ch in chunks]
-            units = [float(sum(tp_param_bytes(o, tp) for o in ops)) for ch in chunks
-                     for ops in fsdp_units(ch, wl.has_blocks).values()]
-            got = self._mem[key] = (pbytes, per_chunk, max(units, default=0.0))
+            got = self._mem[key] = [
+                chunk_memory(sb.stage_fw[c * P + s], tp=self.tp, mb_scale=mb_scale,
+                             recompute=self.recompute, sequence_parallel=False,
+                             has_blocks=wl.has_blocks) for c in range(V)]
         return got
 
     def memory_bytes(self, layout: ParallelLayout, global_batch: int) -> float:
-        """Peak memory of ``layout`` by simulate's memory model on this split (max rank)."""
+        """Peak memory of ``layout`` by simulate's own per-rank model
+        (:func:`~echo_sim.sim.stage_memory.stage_memory`) on this split (max rank)."""
         elem, states, mixed = _model_states(self.workload)
-        P, V, dp = layout.pp, layout.vpp, layout.dp
         m = layout.micro_batches(global_batch)
-        out = 0.0
-        for s in range(P):
-            pbytes, per_chunk, biggest = self._rank_parts(layout, s)
-            params, grads, opt = model_state_bytes(pbytes, elem_bytes=elem, states=states,
-                                                   mixed=mixed,
-                                                   shard=dp if layout.fsdp else 1)
-            if V == 1:  # one chunk: in-flight count times one micro-batch's activations
-                acts = per_chunk[0] * _in_flight(layout.schedule, P, m, s)
-            else:
-                cur = acts = 0.0
-                for phase, c in _actions(layout.schedule, P, m, s, V):
-                    cur += per_chunk[c] if phase == "F" else -per_chunk[c]
-                    acts = max(acts, cur)
-            buffers = 0.0
-            if layout.fsdp:
-                gathered = pbytes if P > 1 else biggest * (1 if self.is_cpu else 2)
-                buffers = gathered + biggest
-            elif dp > 1:
-                buffers = pbytes
-            out = max(out, params + grads + opt + acts + buffers + self.baseline_bytes)
-        return out
+        return max(stage_memory(self._rank_chunks(layout, s), schedule=layout.schedule,
+                                pp=layout.pp, micro_batches=m, stage=s, dp=layout.dp,
+                                fsdp=layout.fsdp, elem_bytes=elem, states=states,
+                                mixed=mixed, is_cpu=self.is_cpu).peak_bytes
+                   for s in range(layout.pp)) + self.baseline_bytes
 
 
 def _tp_comm_by_op(res: Any) -> np.ndarray:

@@ -34,11 +34,11 @@ from echo_sim.cost.memory_model import (
     dtype_bytes,
     model_state_bytes,
     optimizer_states,
-    recompute_working_bytes,
 )
 from echo_sim.errors import ConfigError
 from echo_sim.sim.engine import Schedule, run
 from echo_sim.sim.host_costs import apply_host_costs
+from echo_sim.sim.stage_memory import chunk_memory, stage_memory
 from echo_sim.sim.target import (
     BatchChoice,
     HardwareChoice,
@@ -49,10 +49,9 @@ from echo_sim.sim.target import (
 from echo_sim.trace.model import Trace
 from echo_sim.workload.build import Built, Layout, Plan, build_graph, make_plan
 from echo_sim.workload.data_parallel import DP_MODES
-from echo_sim.workload.fsdp import ROOT, fsdp_units
 from echo_sim.workload.ops import Workload, extract_workload
-from echo_sim.workload.pipeline import SCHEDULES, STAGE_SPLITS, stage_actions
-from echo_sim.workload.tensor_parallel import check_tensor_parallel, tp_param_bytes
+from echo_sim.workload.pipeline import SCHEDULES, STAGE_SPLITS
+from echo_sim.workload.tensor_parallel import check_tensor_parallel
 
 __all__ = ["MODES", "RankBreakdown", "SimConfig", "SimResult", "simulate"]
 
@@ -555,42 +554,17 @@ def _memory(config: SimConfig, workload: Workload, plan: Plan, layout: Layout,
     mixed = elem == 2
     upd = workload.update_ops
     states = optimizer_states(upd[0].name) if upd else 0
-    tp, dp, P, V = layout.tp, layout.dp, layout.pp, layout.virtual
+    P, V = layout.pp, layout.virtual
     out: dict[int, MemoryEstimate] = {}
     for s in range(P):
-        chunks = [plan.stages[c * P + s] for c in range(V)]
-        pbytes = sum(c.param_bytes for c in chunks)
-        shard = dp if config.fsdp else 1
-        params, grads, opt = model_state_bytes(pbytes, elem_bytes=elem, states=states,
-                                               mixed=mixed, shard=shard)
-        acts = stage_actions(layout.schedule, P, layout.micro_batches, s, V)
-        per_chunk = [activation_bytes(c.fw, tp=tp, mb_scale=mb_scale,
-                                      recompute=config.recompute, include_working=False,
-                                      sequence_parallel=config.sequence_parallel)
-                     for c in chunks]
-        cur = best = 0.0
-        for phase, c, _ in acts:
-            cur += per_chunk[c] if phase == "F" else -per_chunk[c]
-            best = max(best, cur)
-        best += max(recompute_working_bytes(c.fw, tp=tp, mb_scale=mb_scale,
-                                            recompute=config.recompute) for c in chunks)
-        buffers = 0.0
-        if config.fsdp:
-            # FSDP2 (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py): the root's
-            # parameters stay unsharded from forward through backward; a block unit is
-            # unsharded while it runs (and the next one prefetched, on GPUs); its
-            # collective stages S bytes of all-gather output plus the S/dp copy-in (or,
-            # for the gradients, S of reduce-scatter input plus the S/dp output)
-            sizes = {u: float(sum(tp_param_bytes(o, tp) for o in ops))
-                     for c in chunks for u, ops in fsdp_units(c.fw, workload.has_blocks).items()}
-            root = sizes.pop(ROOT, 0.0)
-            biggest = max(sizes.values(), default=root)
-            gathered = pbytes if P > 1 else root + biggest * (1 if is_cpu else 2)
-            buffers = gathered + biggest * (1 + 1 / dp)
-        elif dp > 1:
-            buffers = pbytes
-        out[s] = MemoryEstimate(params_bytes=params, grads_bytes=grads, optimizer_bytes=opt,
-                                activations_bytes=best, buffers_bytes=buffers)
+        chunks = [chunk_memory(plan.stages[c * P + s].fw, tp=layout.tp, mb_scale=mb_scale,
+                               recompute=config.recompute,
+                               sequence_parallel=config.sequence_parallel,
+                               has_blocks=workload.has_blocks) for c in range(V)]
+        out[s] = stage_memory(chunks, schedule=layout.schedule, pp=P,
+                              micro_batches=layout.micro_batches, stage=s, dp=layout.dp,
+                              fsdp=config.fsdp, elem_bytes=elem, states=states, mixed=mixed,
+                              is_cpu=is_cpu)
     models = [f"memory: ZeRO model states ({workload.dtype}, {states} optimizer state(s)"
               f"{', fp32 master copy' if mixed else ''}), activations from traced out_bytes"
               f"{' with recomputation' if config.recompute not in (False, 'none') else ''}"
