@@ -521,8 +521,7 @@ class Capture:
 
             def build_dag() -> str:
                 # no recorded step (e.g. a tiny buffer): a graph holding only the sink
-                return dag_mod.dag_gml(dag_mod.build_step_dag(events,
-                                                              -1 if step is None else step))
+                return dag_mod.dag_gml(dag_mod.step_dag(events, -1 if step is None else step))
 
             assert self.rank_dir is not None
             result = write_rank_dir(self.rank_dir, events=events, meta=build_meta,
