@@ -13,7 +13,8 @@ window closes inside the optimizer step of its last recorded step: that iteratio
 
 Reported per mode: median closing-step time ÷ median of its neighbours (the recorded
 steps before it and the untraced steps after it, while the writer may still be running),
-minus 1. Run::
+minus 1; and the same figure for the recorded step before the closing one (a control:
+the noise floor of the statistic). Run::
 
     OMP_NUM_THREADS=1 python -m benchmarks.write_stall [--reps 5] [--out FILE]
 
@@ -99,7 +100,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             t, k = r["times_ms"], r["closing_index"]
             before = t[r["start"] + 1:k]  # recorded steps (the first one warms the hooks)
             after = t[k + 1:]
-            rows[mode].append({"closing_ms": t[k], "trace_bytes": r["trace_bytes"], "before_ms": statistics.median(before),
+            # control: the recorded step before the closing one, against the same kind of
+            # neighbours: the noise floor of this statistic on this machine
+            ctrl_nb = t[r["start"] + 1:k - 1] + after
+            rows[mode].append({"closing_ms": t[k], "trace_bytes": r["trace_bytes"],
+                               "control_ratio": t[k - 1] / statistics.median(ctrl_nb) - 1, "before_ms": statistics.median(before),
                                "after_ms": statistics.median(after),
                                "neighbours_ms": statistics.median(before + after)})
     result: dict[str, Any] = {
@@ -110,11 +115,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         ratio = [r["closing_ms"] / r["neighbours_ms"] - 1 for r in rs]
         result["modes"][mode] = {
             "closing_step_slowdown_median": statistics.median(ratio),
+            "control_step_slowdown_median": statistics.median(r["control_ratio"] for r in rs),
             "closing_ms_median": statistics.median(r["closing_ms"] for r in rs),
             "before_ms_median": statistics.median(r["before_ms"] for r in rs),
             "after_ms_median": statistics.median(r["after_ms"] for r in rs),
             "per_rep": rs}
+        ctrl = result["modes"][mode]["control_step_slowdown_median"]
         print(f"{mode:>10}: closing step {statistics.median(ratio) * 100:+.1f}% vs neighbours "
+              f"(control step {ctrl * 100:+.1f}%) "
               f"(closing {result['modes'][mode]['closing_ms_median']:.1f} ms, recorded "
               f"{result['modes'][mode]['before_ms_median']:.1f} ms, after "
               f"{result['modes'][mode]['after_ms_median']:.1f} ms)")

@@ -26,6 +26,7 @@ done. One line per process says where the trace went and how many events it hold
 from __future__ import annotations
 
 import atexit
+import functools
 import itertools
 import logging
 import os
@@ -73,6 +74,7 @@ def _yield_to_explicit() -> None:
         cap.stop()
 
 
+@functools.lru_cache(maxsize=1)
 def _echo_version() -> str:
     try:
         from importlib.metadata import version
@@ -276,6 +278,7 @@ class Capture:
 
         rec = self.rec
         self._window = True
+        _echo_version()  # cached now: meta() runs on the step that closes the window
         self._refine_ranks()
         assert self._clock is not None
         try:  # every rank joins, even one whose capture is off, so peers never wait
@@ -394,7 +397,7 @@ class Capture:
                 except Exception as e:  # noqa: BLE001
                     self.rec.fail(f"removing {name}", e)
         if self._memory is not None:
-            self._memory.close()
+            self._memory.close(wait=False)
 
     def _finish(self, *, partial: bool) -> None:
         """Close the window (if open) and write the files once."""

@@ -121,6 +121,7 @@ class MemorySampler:
         self._nvml: Any = None
         self._cuda: Any = None
         self._warned_allocator = False
+        self._close_at_exit = False
         if cuda_device is not None:
             import torch
 
@@ -185,15 +186,21 @@ class MemorySampler:
         # a timed acquire of a lock that stop() releases: one wake-up per period (a bare
         # lock is cheaper to wait on than threading.Event, which builds a lock per wait)
         wake, interval_s, rec = self._wake, self.interval_s, self.rec
-        while not wake.acquire(True, interval_s):
-            if not rec.enabled:
-                return
-            try:
-                self.sample()
-            except Exception as e:  # noqa: BLE001 - the sampler must never hurt the job
-                rec.fail("memory sampler", e)
-                return
-        wake.release()  # woken by stop(): leave the lock free for a later start()
+        try:
+            while not wake.acquire(True, interval_s):
+                if not rec.enabled:
+                    return
+                try:
+                    self.sample()
+                except Exception as e:  # noqa: BLE001 - the sampler must never hurt the job
+                    rec.fail("memory sampler", e)
+                    return
+            wake.release()  # woken by stop(): leave the lock free for a later start()
+        finally:
+            with self._lock:
+                if self._close_at_exit:  # close(wait=False) left the descriptor to us
+                    self._close_at_exit = False
+                    self._close()
 
     def start(self) -> None:
         """Start the thread (idempotent; interval 0 means no thread, samples at boundaries)."""
@@ -212,7 +219,21 @@ class MemorySampler:
         if t is not threading.current_thread():
             t.join(timeout_s)
 
-    def close(self) -> None:
-        """Stop the thread and release the statm descriptor (idempotent)."""
-        self.stop()
-        self._close()
+    def close(self, *, wait: bool = True) -> None:
+        """Stop the thread and release the statm descriptor (idempotent). ``wait=False``
+        does not join the thread (the step that closes the window must not wait for its
+        wake-up): the thread releases the descriptor itself as it ends."""
+        if wait:
+            self.stop()
+            self._close()
+            return
+        with self._lock:
+            t, self._thread = self._thread, None
+            if t is not None and t.is_alive():
+                self._close_at_exit = True
+        if t is None:
+            self._close()
+            return
+        self._wake.release()
+        if not self._close_at_exit:
+            self._close()

@@ -206,6 +206,10 @@ def _install(tmp: Path, dest: Path, *, overwrite: bool) -> tuple[Path, bool]:
         try:
             os.rename(tmp, dest)
         except OSError as e:
+            try:  # put the old run back whole (if the place is still free)
+                os.rename(old, dest)
+            except OSError:
+                log.warning("echo_trace: the previous contents of %s are in %s", dest, old)
             if e.errno not in (errno.ENOTEMPTY, errno.EEXIST):
                 raise
         else:
