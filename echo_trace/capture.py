@@ -425,6 +425,17 @@ class Capture:
     # ---------------------------------------------------------------- files
     def meta(self) -> dict[str, Any]:
         """The contents of meta.json as of now."""
+        meta = self._meta_now()
+        meta["partial_steps"] = self._partial_steps(self.rec.steps_recorded())
+        return meta
+
+    def _partial_steps(self, recorded: set[int]) -> list[int]:
+        """Steps with events but no STEP marker (cut short by stop, SIGTERM or an error)."""
+        return [s for s in sorted(recorded) if s not in self._steps]
+
+    def _meta_now(self) -> dict[str, Any]:
+        """meta.json but ``partial_steps`` (O(1) in the number of events: this runs on the
+        step that closes the window)."""
         import torch
 
         r = self.ranks
@@ -438,15 +449,13 @@ class Capture:
             backend = None
         params = self._modules.param_table() if self._modules is not None else []
         clock = self._clock
-        all_steps = sorted(self.rec.steps_recorded())
-        partial = [s for s in all_steps if s not in self._steps]
         meta: dict[str, Any] = {
             "echo_version": _echo_version(), "torch_version": torch.__version__,
             "rank": r.rank, "local_rank": r.local_rank, "node_rank": r.node_rank,
             "world_size": r.world_size, "local_world_size": r.local_world_size,
             "rank_source": r.source, "backend": backend, "device": self._device,
             "device_name": self._device_name, "host": socket.gethostname(), "pid": os.getpid(),
-            "steps": list(self._steps), "partial_steps": partial,
+            "steps": list(self._steps), "partial_steps": [],
             "step_source": self._step_source,
             "start_step": self.config.start_step, "end_step": self.config.end_step,
             "clock_offset_us": 0.0 if clock is None else clock.offset_us,
@@ -479,7 +488,7 @@ class Capture:
         try:
             meta: dict[str, Any] | None
             try:
-                meta = self.meta()
+                meta = self._meta_now()
             except Exception as e:  # noqa: BLE001 - the trace is still written
                 self.rec.fail("building meta.json", e)
                 meta = None
@@ -510,6 +519,7 @@ class Capture:
         try:
             from echo_trace import dag as dag_mod
 
+            recorded = {r[6] for r in records if r[0] == "X"}
             events = Recorder.to_dicts(records, counts)
             del records
             step = dag_mod.last_complete_step(events)
@@ -520,7 +530,7 @@ class Capture:
             def build_meta() -> dict[str, Any]:
                 if meta is None:
                     raise RuntimeError(f"metadata unavailable ({self.rec.disabled_reason})")
-                return dict(meta, dag_step=step)
+                return dict(meta, dag_step=step, partial_steps=self._partial_steps(recorded))
 
             def build_dag() -> str:
                 # no recorded step (e.g. a tiny buffer): a graph holding only the sink

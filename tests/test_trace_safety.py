@@ -195,7 +195,7 @@ def test_trace_is_written_first_and_independently(tmp_path, monkeypatch, caplog)
     assert any("dag exploded" in r.getMessage() for r in caplog.records)
     monkeypatch.undo()
 
-    monkeypatch.setattr(capture_mod.Capture, "meta", broken)
+    monkeypatch.setattr(capture_mod.Capture, "_meta_now", broken)
     monkeypatch.setattr(ClockMap, "shift_us", broken)
     cap = echo_trace.capture(tmp_path / "b", start_step=1, end_step=3)
     _train(cap)
