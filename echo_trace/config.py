@@ -26,7 +26,8 @@ DEFAULT_MAX_EVENTS = 2_000_000
 
 #: Every environment variable that configures capture, with its meaning and default.
 ENV_VARS: dict[str, str] = {
-    "TRACE_ON": "1 turns capture on in every process that imports torch (default: off)",
+    "TRACE_ON": "1 (or true/yes/on, any case) turns capture on in every process that imports "
+                "torch (default: off)",
     "TRACE_START_STEP": "first step recorded; earlier steps are warm-up (default: 2)",
     "TRACE_END_STEP": "first step NOT recorded; files are written when it begins "
                       "(default: TRACE_START_STEP + 3)",
