@@ -14,7 +14,9 @@ window closes inside the optimizer step of its last recorded step: that iteratio
 Reported per mode: median closing-step time ÷ median of its neighbours (the recorded
 steps before it and the untraced steps after it, while the writer may still be running),
 minus 1; and the same figure for the recorded step before the closing one (a control:
-the noise floor of the statistic). Run::
+the noise floor of the statistic); and the closing step's CPU time on the training thread
+(``time.thread_time``) against its neighbours', which is free of scheduling noise but does
+not see GIL waits. Run::
 
     OMP_NUM_THREADS=1 python -m benchmarks.write_stall [--reps 5] [--out FILE]
 
@@ -51,31 +53,33 @@ __all__ = ["main", "run_session"]
 
 
 def run_session(mode: str, *, window: int, after: int, batch: int, out_dir: str,
-                ) -> dict[str, Any]:
+                layers: int = 4) -> dict[str, Any]:
     """One capture session; per-iteration times (ms) and which one closed the window."""
     torch.manual_seed(0)
-    cfg = GPTConfig()
+    cfg = GPTConfig(layers=layers)
     model = GPT(cfg)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     start = 2
     end = start + window
     batches = [token_batch(cfg, batch, seed=0, step=i) for i in range(end + after)]
     times_ms: list[float] = []
+    cpu_ms: list[float] = []
     with echo_trace.capture(out_dir, start_step=start, end_step=end,
                             max_events=10_000_000) as cap:
         for i, (x, y) in enumerate(batches):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.thread_time()
             loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten())
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
             if mode == "inline" and i == end - 1:
                 cap.join_writer()
-            t1 = time.perf_counter()
+            t1, c1 = time.perf_counter(), time.thread_time()
             times_ms.append((t1 - t0) * 1e3)
+            cpu_ms.append((c1 - c0) * 1e3)
         cap.join_writer()
     trace_bytes = os.path.getsize(os.path.join(out_dir, "0_0", "trace.json"))
-    return {"times_ms": times_ms, "closing_index": end - 1, "start": start,
+    return {"times_ms": times_ms, "cpu_ms": cpu_ms, "closing_index": end - 1, "start": start,
             "trace_bytes": trace_bytes}
 
 
@@ -85,6 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--window", type=int, default=16, help="recorded steps per session")
     ap.add_argument("--after", type=int, default=6, help="steps timed after the window")
     ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--layers", type=int, default=4, help="GPT blocks (more: a bigger trace)")
     ap.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "write_stall.json"))
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
@@ -94,17 +99,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             d = tempfile.mkdtemp(prefix="echo_stall_")
             try:
                 r = run_session(mode, window=args.window, after=args.after, batch=args.batch,
-                                out_dir=d)
+                                out_dir=d, layers=args.layers)
             finally:
                 shutil.rmtree(d, ignore_errors=True)
-            t, k = r["times_ms"], r["closing_index"]
+            t, k, c = r["times_ms"], r["closing_index"], r["cpu_ms"]
+            c_nb = c[r["start"] + 1:k] + c[k + 1:]
             before = t[r["start"] + 1:k]  # recorded steps (the first one warms the hooks)
             after = t[k + 1:]
             # control: the recorded step before the closing one, against the same kind of
             # neighbours: the noise floor of this statistic on this machine
             ctrl_nb = t[r["start"] + 1:k - 1] + after
             rows[mode].append({"closing_ms": t[k], "trace_bytes": r["trace_bytes"],
-                               "control_ratio": t[k - 1] / statistics.median(ctrl_nb) - 1, "before_ms": statistics.median(before),
+                               "control_ratio": t[k - 1] / statistics.median(ctrl_nb) - 1,
+                               "cpu_ratio": c[k] / statistics.median(c_nb) - 1, "before_ms": statistics.median(before),
                                "after_ms": statistics.median(after),
                                "neighbours_ms": statistics.median(before + after)})
     result: dict[str, Any] = {
@@ -116,13 +123,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         result["modes"][mode] = {
             "closing_step_slowdown_median": statistics.median(ratio),
             "control_step_slowdown_median": statistics.median(r["control_ratio"] for r in rs),
+            "closing_step_thread_cpu_slowdown_median": statistics.median(
+                r["cpu_ratio"] for r in rs),
             "closing_ms_median": statistics.median(r["closing_ms"] for r in rs),
             "before_ms_median": statistics.median(r["before_ms"] for r in rs),
             "after_ms_median": statistics.median(r["after_ms"] for r in rs),
             "per_rep": rs}
         ctrl = result["modes"][mode]["control_step_slowdown_median"]
         print(f"{mode:>10}: closing step {statistics.median(ratio) * 100:+.1f}% vs neighbours "
-              f"(control step {ctrl * 100:+.1f}%) "
+              f"(control step {ctrl * 100:+.1f}%; training-thread CPU time "
+              f"{result['modes'][mode]['closing_step_thread_cpu_slowdown_median'] * 100:+.1f}%) "
               f"(closing {result['modes'][mode]['closing_ms_median']:.1f} ms, recorded "
               f"{result['modes'][mode]['before_ms_median']:.1f} ms, after "
               f"{result['modes'][mode]['after_ms_median']:.1f} ms)")

@@ -125,6 +125,7 @@ class Capture:
         self._write_state = "none"  # none | due (handing over) | running | done
         self._writer: threading.Thread | None = None
         self._pending_signal: tuple[int, FrameType | None] | None = None
+        self._handing_over = False  # the training thread is handing the buffer over
         self._timer_name = "perf_counter"
         self._device = "cpu"
         self._device_name = platform.processor() or platform.machine()
@@ -410,6 +411,7 @@ class Capture:
                     self._timer.flush()
         if was_open or self._steps:
             self._write_state = "due"  # a SIGTERM from here on waits for the write
+            self._handing_over = True
         if was_open:
             self._close_window()
         self._finished = True
@@ -481,11 +483,12 @@ class Capture:
         """Hand the buffer and the metadata to a writer thread (see the module doc)."""
         if self._write_state in ("running", "done") or os.getpid() != self._pid:
             return
-        if self.rank_dir is None or self._blocked:
-            self._write_state = "done"
-            return
         self._write_state = "due"
+        self._handing_over = True
         try:
+            if self.rank_dir is None or self._blocked:
+                self._write_state = "done"
+                return
             meta: dict[str, Any] | None
             try:
                 meta = self._meta_now()
@@ -499,15 +502,21 @@ class Capture:
                 except Exception as e:  # noqa: BLE001 - local clock then
                     self.rec.fail("clock shift", e)
             records, counts = self.rec.snapshot(detach=True)
-            self._writer = threading.Thread(
-                target=self._write_job, name="echo_trace-writer", daemon=False,
-                args=(records, counts, meta, offset_us, base_ns))
-            self._writer.start()
-            self._write_state = "running"
+            job = (records, counts, meta, offset_us, base_ns)
+            writer = threading.Thread(target=self._write_job, name="echo_trace-writer",
+                                      daemon=False, args=job)
+            self._writer, self._write_state = writer, "running"
+            try:
+                writer.start()
+            except RuntimeError as e:  # no thread to be had: write here and now
+                log.info("echo_trace: no writer thread (%s); writing inline", e)
+                self._writer = None
+                self._write_job(*job)
         except Exception as e:  # noqa: BLE001 - writing must not break the job either
             self._write_state = "done"
             self.rec.fail("writing the trace", e)
         finally:
+            self._handing_over = False
             pending, self._pending_signal = self._pending_signal, None
             if pending is not None:  # SIGTERM arrived while handing over: now re-raise it
                 self.join_writer()
@@ -591,7 +600,7 @@ class Capture:
                     self._finished = True
                     self._window = False
                     self._write()
-                elif self._write_state == "due" and self._writer is None:
+                elif self._handing_over:
                     # the interrupted code is handing the buffer over: it re-raises later
                     self._pending_signal = (signum, frame)
                     return
