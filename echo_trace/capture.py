@@ -44,7 +44,7 @@ from echo_trace.config import DEFAULT_MAX_EVENTS, CaptureConfig
 from echo_trace.memory import DEFAULT_INTERVAL_MS
 from echo_trace.ranks import RankInfo, detect_ranks
 from echo_trace.recorder import STEP_TID, Recorder
-from echo_trace.writer import dir_is_nonempty, refuse_reason, write_rank_dir
+from echo_trace.writer import YIELD_EVERY, dir_is_nonempty, refuse_reason, write_rank_dir
 
 __all__ = ["Capture", "capture", "current"]
 
@@ -529,7 +529,7 @@ class Capture:
             from echo_trace import dag as dag_mod
 
             recorded = {r[6] for r in records if r[0] == "X"}
-            events = Recorder.to_dicts(records, counts)
+            events = Recorder.to_dicts(records, counts, yield_every=YIELD_EVERY)
             del records
             step = dag_mod.last_complete_step(events)
             if step is None and not self._steps and events:
@@ -549,7 +549,8 @@ class Capture:
             result = write_rank_dir(self.rank_dir, events=events, meta=build_meta,
                                     dag_gml=build_dag, gzip=self.config.gzip,
                                     offset_us=offset_us, base_time_ns=base_ns,
-                                    overwrite=self.config.overwrite)
+                                    overwrite=self.config.overwrite,
+                                    yield_every=YIELD_EVERY)
             self.written = dict(result)
             if result.conflict:
                 log.warning("echo_trace: %s was filled by another run while this one was "

@@ -209,12 +209,17 @@ class Recorder:
         return list(self.events), counts
 
     @staticmethod
-    def to_dicts(records: list[tuple[Any, ...]], counts: dict[Any, int],
-                 ) -> list[dict[str, Any]]:
-        """:meth:`event_dicts` of a :meth:`snapshot` (safe on any thread)."""
+    def to_dicts(records: list[tuple[Any, ...]], counts: dict[Any, int], *,
+                 yield_every: int = 0) -> list[dict[str, Any]]:
+        """:meth:`event_dicts` of a :meth:`snapshot` (safe on any thread). ``yield_every``
+        > 0 releases the GIL (``time.sleep(0)``) every that many records, so a background
+        conversion never holds the training thread for long."""
         counts = dict(counts)
         out: list[dict[str, Any]] = []
-        for ph, name, cat, tid, ts, dur, step, occ, args, extra in records:
+        sleep = time.sleep
+        for k, (ph, name, cat, tid, ts, dur, step, occ, args, extra) in enumerate(records):
+            if yield_every and k % yield_every == 0:
+                sleep(0)
             if ph != "X":
                 out.append({"name": name, "cat": cat, "ph": ph, "ts": ts,
                             "args": dict(args) if args else {}})

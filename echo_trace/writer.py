@@ -31,19 +31,25 @@ import logging
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Iterable
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
 from echo_trace.contract import COMPUTE_TID, FORMAT, STEP_TID, thread_name
 
-__all__ = ["FORMAT", "WriteConflict", "WriteResult", "dir_is_nonempty", "dumps_json",
+__all__ = ["FORMAT", "YIELD_EVERY", "WriteConflict", "WriteResult", "dir_is_nonempty", "dumps_json",
            "refuse_reason", "trace_events", "write_atomic", "write_rank_dir"]
 
 log = logging.getLogger("echo_trace")
 
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) \
     | getattr(os, "O_CLOEXEC", 0)
+
+#: The writer thread lets the training thread take the GIL every this many events (each
+#: stretch is well under a millisecond; the interpreter alone would switch every 5 ms).
+YIELD_EVERY = 512
 
 try:  # orjson is a declared dependency; json is the fallback
     import orjson
@@ -161,14 +167,17 @@ def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
 
 
 def trace_events(events: Iterable[dict[str, Any]], *, rank: int, host: str,
-                 offset_us: float) -> list[dict[str, Any]]:
+                 offset_us: float, yield_every: int = 0) -> list[dict[str, Any]]:
     """Chrome events: ``M`` metadata first, then events sorted by time with ``pid = rank``
     and ``ts`` = local µs + ``offset_us`` (the local → trace clock shift: µs since the
     file's ``baseTimeNanoseconds`` on rank 0's clock), 3 decimals; ``dur`` is the rounded
-    end minus the rounded start, so a slice ending where the next starts touches it."""
+    end minus the rounded start, so a slice ending where the next starts touches it.
+    ``yield_every`` > 0 releases the GIL every that many events (see :data:`YIELD_EVERY`)."""
     out: list[dict[str, Any]] = []
     tids = {COMPUTE_TID, STEP_TID}
-    for ev in events:
+    for k, ev in enumerate(events):
+        if yield_every and k % yield_every == 0:
+            time.sleep(0)
         e = dict(ev)
         e["pid"] = rank
         ts = e["ts"] = round(ev["ts"] + offset_us, 3)
@@ -177,7 +186,7 @@ def trace_events(events: Iterable[dict[str, Any]], *, rank: int, host: str,
         tid = e.setdefault("tid", COMPUTE_TID)
         tids.add(tid)
         out.append(e)
-    out.sort(key=lambda e: e["ts"])
+    out.sort(key=itemgetter("ts"))
     meta: list[dict[str, Any]] = [
         {"name": "process_name", "ph": "M", "pid": rank, "tid": 0,
          "args": {"name": f"rank {rank} ({host})"}},
@@ -190,6 +199,18 @@ def trace_events(events: Iterable[dict[str, Any]], *, rank: int, host: str,
         meta.append({"name": "thread_sort_index", "ph": "M", "pid": rank, "tid": tid,
                      "args": {"sort_index": tid}})
     return meta + out
+
+
+def _dump_trace(chrome: list[dict[str, Any]], rest: dict[str, Any], yield_every: int) -> bytes:
+    """``{"traceEvents": chrome, **rest}`` as JSON, the events serialised in chunks (the
+    GIL is released between chunks when ``yield_every`` > 0)."""
+    step = max(yield_every, 1) * 4 if yield_every else max(len(chrome), 1)
+    parts = []
+    for i in range(0, len(chrome), step):
+        parts.append(_dumps(chrome[i:i + step])[1:-1])
+        if yield_every:
+            time.sleep(0)
+    return b'{"traceEvents":[' + b",".join(parts) + b"]," + _dumps(rest)[1:]
 
 
 def _install(tmp: Path, dest: Path, *, overwrite: bool) -> tuple[Path, bool]:
@@ -228,14 +249,16 @@ def write_rank_dir(rank_dir: str | os.PathLike[str], *, events: list[dict[str, A
                    meta: dict[str, Any] | Callable[[], dict[str, Any]],
                    dag_gml: str | Callable[[], str] | None, gzip: bool = False,
                    offset_us: float = 0.0, base_time_ns: int = 0,
-                   overwrite: bool = False) -> WriteResult:
+                   overwrite: bool = False, yield_every: int = 0) -> WriteResult:
     """Write the files of one process into ``rank_dir`` (see the module doc).
 
     ``events`` carry local µs; ``offset_us`` maps them to µs since ``base_time_ns`` (Unix
     ns on rank 0's clock), written as ``baseTimeNanoseconds`` in trace.json and
     ``base_time_ns`` in meta.json. ``meta`` (or a function building it) also gets
     ``format``, ``trace_file``, ``num_events`` and ``base_time_ns``; ``dag_gml`` may be a
-    function too: an exception from either is logged and leaves that file out. Raises
+    function too: an exception from either is logged and leaves that file out.
+    ``yield_every`` > 0 (the capture's writer thread passes :data:`YIELD_EVERY`) releases
+    the GIL regularly while building the trace. Raises
     ``OSError`` when the rank directory is refused or the trace cannot be written
     (nothing is left behind then).
     """
@@ -256,15 +279,14 @@ def write_rank_dir(rank_dir: str | os.PathLike[str], *, events: list[dict[str, A
         except Exception as e:  # noqa: BLE001 - the trace is written without meta.json
             errors["meta"] = f"{type(e).__name__}: {e}"
         chrome = trace_events(events, rank=rank, host=str((meta_doc or {}).get("host", "")),
-                              offset_us=offset_us)
-        doc = {"traceEvents": chrome, "displayTimeUnit": "ms",
-               "baseTimeNanoseconds": int(base_time_ns),
-               "otherData": {"format": FORMAT, "rank": rank,
-                             "world_size": (meta_doc or {}).get("world_size", 1),
-                             "echo_version": (meta_doc or {}).get("echo_version")}}
+                              offset_us=offset_us, yield_every=yield_every)
+        rest = {"displayTimeUnit": "ms", "baseTimeNanoseconds": int(base_time_ns),
+                "otherData": {"format": FORMAT, "rank": rank,
+                              "world_size": (meta_doc or {}).get("world_size", 1),
+                              "echo_version": (meta_doc or {}).get("echo_version")}}
         name = "trace.json.gz" if gzip else "trace.json"
-        body = _dumps(doc)
-        del doc, chrome
+        body = _dump_trace(chrome, rest, yield_every)
+        del chrome
         if gzip:
             body = gzip_mod.compress(body, compresslevel=6, mtime=0)
         _create(tmp / name, body)
