@@ -14,7 +14,8 @@ window closes inside the optimizer step of its last recorded step: that iteratio
 Reported per mode: median closing-step time ÷ median of its neighbours (the recorded
 steps before it and the untraced steps after it, while the writer may still be running),
 minus 1; and the same figure for the recorded step before the closing one (a control:
-the noise floor of the statistic); and the closing step's CPU time on the training thread
+the noise floor of the statistic); the same against only the two adjacent steps (which
+ran under the same load); and the closing step's CPU time on the training thread
 (``time.thread_time``) against its neighbours', which is free of scheduling noise but does
 not see GIL waits. Run::
 
@@ -109,7 +110,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             # control: the recorded step before the closing one, against the same kind of
             # neighbours: the noise floor of this statistic on this machine
             ctrl_nb = t[r["start"] + 1:k - 1] + after
+            adj = (t[k - 1] + t[k + 1]) / 2  # the steps right before and after: same load
             rows[mode].append({"closing_ms": t[k], "trace_bytes": r["trace_bytes"],
+                               "adjacent_ratio": t[k] / adj - 1,
+                               "adjacent_control_ratio": t[k - 2] / ((t[k - 3] + t[k - 1]) / 2)
+                               - 1,
                                "control_ratio": t[k - 1] / statistics.median(ctrl_nb) - 1,
                                "cpu_ratio": c[k] / statistics.median(c_nb) - 1, "before_ms": statistics.median(before),
                                "after_ms": statistics.median(after),
@@ -123,6 +128,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         result["modes"][mode] = {
             "closing_step_slowdown_median": statistics.median(ratio),
             "control_step_slowdown_median": statistics.median(r["control_ratio"] for r in rs),
+            "closing_vs_adjacent_median": statistics.median(r["adjacent_ratio"] for r in rs),
+            "control_vs_adjacent_median": statistics.median(
+                r["adjacent_control_ratio"] for r in rs),
             "closing_step_thread_cpu_slowdown_median": statistics.median(
                 r["cpu_ratio"] for r in rs),
             "closing_ms_median": statistics.median(r["closing_ms"] for r in rs),
@@ -131,7 +139,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             "per_rep": rs}
         ctrl = result["modes"][mode]["control_step_slowdown_median"]
         print(f"{mode:>10}: closing step {statistics.median(ratio) * 100:+.1f}% vs neighbours "
-              f"(control step {ctrl * 100:+.1f}%; training-thread CPU time "
+              f"(control step {ctrl * 100:+.1f}%; vs the two adjacent steps "
+              f"{result['modes'][mode]['closing_vs_adjacent_median'] * 100:+.1f}%, control "
+              f"{result['modes'][mode]['control_vs_adjacent_median'] * 100:+.1f}%; "
+              f"training-thread CPU time "
               f"{result['modes'][mode]['closing_step_thread_cpu_slowdown_median'] * 100:+.1f}%) "
               f"(closing {result['modes'][mode]['closing_ms_median']:.1f} ms, recorded "
               f"{result['modes'][mode]['before_ms_median']:.1f} ms, after "

@@ -240,6 +240,10 @@ def _install(tmp: Path, dest: Path, *, overwrite: bool) -> tuple[Path, bool]:
     root = dest.parent
     alt_root = root.with_name(f"{root.name}.conflict-{os.getpid()}")
     alt_root.mkdir(mode=0o777, exist_ok=True)
+    reason = refuse_reason(alt_root)
+    if reason is not None:
+        raise WriteConflict(errno.EEXIST, f"{dest} was filled by another run, and the "
+                            f"fallback directory {reason}", str(alt_root))
     alt = alt_root / dest.name
     os.rename(tmp, alt)
     return alt, True

@@ -328,3 +328,20 @@ def test_one_line_per_written_trace_and_a_warning_when_too_short(tmp_path, capfd
     assert any("ended after 3 steps, before start_step=10" in r.getMessage()
                for r in caplog.records)
     assert not (tmp_path / "short").exists()
+
+
+def test_second_writer_into_a_filled_rank_dir_keeps_its_files_aside(tmp_path):
+    root = tmp_path / "t"
+    first = write_rank_dir(root / "0_0", events=[], meta={"rank": 0, "pid": 1}, dag_gml=None)
+    second = write_rank_dir(root / "0_0", events=[], meta={"rank": 0, "pid": 2}, dag_gml=None)
+    assert (first.rank_dir, first.conflict) == (root / "0_0", False)
+    assert second.conflict and second.rank_dir == tmp_path / f"t.conflict-{os.getpid()}" / "0_0"
+    assert json.loads((root / "0_0" / "meta.json").read_text())["pid"] == 1
+    assert json.loads(second["meta"].read_text())["pid"] == 2
+    assert sorted(os.listdir(root)) == ["0_0"]
+    bad = tmp_path / f"u.conflict-{os.getpid()}"
+    bad.symlink_to(tmp_path)  # a planted fallback directory is refused, loudly
+    write_rank_dir(tmp_path / "u" / "0_0", events=[], meta={}, dag_gml=None)
+    with pytest.raises(writer_mod.WriteConflict, match="symbolic link"):
+        write_rank_dir(tmp_path / "u" / "0_0", events=[], meta={}, dag_gml=None)
+    assert sorted(p.name for p in (tmp_path / "u").iterdir()) == ["0_0"]
