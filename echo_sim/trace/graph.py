@@ -42,8 +42,8 @@ import networkx as nx
 import numpy as np
 
 from echo_sim.errors import ConfigError
-from echo_trace.contract import NEXT_STEP, SINK_CAT, node_id, parse_node_id
 from echo_sim.trace.model import CAT_NAMES, COLLECTIVES, Cat, Trace
+from echo_trace.contract import NEXT_STEP, SINK_CAT, node_id, parse_node_id
 
 __all__ = [
     "EDGE_KINDS",
