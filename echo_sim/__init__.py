@@ -13,7 +13,6 @@ from echo_sim.errors import (
 )
 
 
-
 def _installed_version() -> str:
     """The one version source is setup.cfg; an installed package reads it from its metadata."""
     from importlib.metadata import PackageNotFoundError, version

@@ -10,21 +10,30 @@ on, only ``cap.step()`` counts. With several optimizers the first one that steps
 Lifetimes: optimizer hooks for the whole session (they count steps); module hooks,
 communication patches and the memory sampler only while the window is open. Files are
 written once: when the window closes, at ``stop()`` / context exit (also when the loop
-raises), at interpreter exit (atexit) and on SIGTERM (the handler writes, then chains to
-the previous handler or the default action). Any internal error is reported once and
-turns recording off; the training step still runs and gives the same result, and the
+raises), at interpreter exit (atexit) and on SIGTERM. Any internal error is reported once
+and turns recording off; the training step still runs and gives the same result, and the
 events recorded so far are still written.
+
+No stall: the thread that closes the window only takes the recorder's buffer (handing it
+over, so memory stays bounded by ``max_events``) and the metadata that reads torch state;
+a writer thread (``echo_trace-writer``) builds the events, the DAG and the files. ``stop()``,
+atexit and the SIGTERM handler wait for it: the handler finishes (or waits for) a write in
+progress before it chains to the previous handler or the default action, and a SIGTERM that
+lands while the training thread is handing over the buffer is re-raised once the write is
+done. One line per process says where the trace went and how many events it holds.
 """
 
 from __future__ import annotations
 
 import atexit
+import functools
 import itertools
 import logging
 import os
 import platform
 import signal
 import socket
+import sys
 import threading
 from pathlib import Path
 from types import FrameType, TracebackType
@@ -35,9 +44,9 @@ from echo_trace.config import DEFAULT_MAX_EVENTS, CaptureConfig
 from echo_trace.memory import DEFAULT_INTERVAL_MS
 from echo_trace.ranks import RankInfo, detect_ranks
 from echo_trace.recorder import STEP_TID, Recorder
-from echo_trace.writer import dir_is_nonempty, write_rank_dir
+from echo_trace.writer import YIELD_EVERY, dir_is_nonempty, refuse_reason, write_rank_dir
 
-__all__ = ["Capture", "capture"]
+__all__ = ["Capture", "capture", "current"]
 
 log = logging.getLogger("echo_trace")
 
@@ -45,6 +54,27 @@ ECHO_VERSION = "0.1.0"
 _SEQ = itertools.count()  # per-process capture number, tags the clock-sync rendezvous
 
 
+# The capture this process is running ("capture"), set on first use, never at import: an
+# explicit ``echo_trace.capture(...)`` takes over from an automatic (TRACE_ON) one.
+_RUNNING: dict[str, Any] = {}
+
+
+def current() -> Capture | None:
+    """The capture this process is running, or None."""
+    return _RUNNING.get("capture")
+
+
+def _yield_to_explicit() -> None:
+    """An explicit capture is starting: stop an automatic one that has not recorded yet."""
+    cap = _RUNNING.get("capture")
+    if cap is not None and cap.autostart:
+        if cap._window or cap._steps:
+            log.warning("echo_trace: explicit capture started while TRACE_ON capture is "
+                        "recording; the automatic one stops now")
+        cap.stop()
+
+
+@functools.lru_cache(maxsize=1)
 def _echo_version() -> str:
     try:
         from importlib.metadata import version
@@ -93,7 +123,10 @@ class Capture:
         self._prev_sigterm: Any = None
         self._sig_installed = False
         self._atexit = False
-        self._writing = False
+        self._write_state = "none"  # none | due (handing over) | running | done
+        self._writer: threading.Thread | None = None
+        self._pending_signal: tuple[int, FrameType | None] | None = None
+        self._handing_over = False  # the training thread is handing the buffer over
         self._timer_name = "perf_counter"
         self._device = "cpu"
         self._device_name = platform.processor() or platform.machine()
@@ -147,6 +180,7 @@ class Capture:
             self._finish(partial=True)
         except Exception as e:  # noqa: BLE001
             self.rec.fail("capture stop", e)
+        self.join_writer()
         try:
             self._close_window()  # hooks left inert by a SIGTERM handler
             if self._optim is not None:
@@ -157,11 +191,18 @@ class Capture:
             if self._atexit:
                 atexit.unregister(self._atexit_stop)
                 self._atexit = False
-            from echo_trace import _autostart
-
-            _autostart.forget(self)
+            if _RUNNING.get("capture") is self:
+                del _RUNNING["capture"]
         except Exception as e:  # noqa: BLE001
             self.rec.fail("capture stop", e)
+
+    def join_writer(self, timeout_s: float | None = None) -> bool:
+        """Wait for the background write (if any) to finish; True when none is running."""
+        t = self._writer
+        if t is None or t is threading.current_thread():
+            return True
+        t.join(timeout_s)
+        return not t.is_alive()
 
     def __enter__(self) -> Capture:
         return self.start()
@@ -172,12 +213,11 @@ class Capture:
 
     # ---------------------------------------------------------------- session
     def _start(self) -> None:
-        from echo_trace import _autostart
         from echo_trace.optim import OptimizerTracer
 
         if not self.autostart:
-            _autostart.yield_to_explicit()
-        _autostart.remember(self)
+            _yield_to_explicit()
+        _RUNNING["capture"] = self
         self.ranks = detect_ranks()
         self.rec.rank = self.ranks.rank
         self._set_rank_dir()
@@ -198,7 +238,13 @@ class Capture:
 
     def _set_rank_dir(self) -> None:
         self.rank_dir = Path(self.config.out_dir) / self.ranks.dir_name
-        if not self.config.overwrite and dir_is_nonempty(self.rank_dir):
+        reason = refuse_reason(self.rank_dir)
+        if reason is not None:
+            log.warning("echo_trace: %s %s; capture stays off on this process",
+                        self.rank_dir, reason)
+            self._blocked = True
+            self.rec.enabled = False
+        elif not self.config.overwrite and dir_is_nonempty(self.rank_dir):
             log.warning("echo_trace: %s is not empty; capture stays off on this process "
                         "(pass overwrite=True or TRACE_OVERWRITE=1 to replace it)",
                         self.rank_dir)
@@ -240,6 +286,7 @@ class Capture:
 
         rec = self.rec
         self._window = True
+        _echo_version()  # cached now: meta() runs on the step that closes the window
         self._refine_ranks()
         assert self._clock is not None
         try:  # every rank joins, even one whose capture is off, so peers never wait
@@ -365,7 +412,7 @@ class Capture:
                 except Exception as e:  # noqa: BLE001
                     self.rec.fail(f"removing {name}", e)
         if self._memory is not None:
-            self._memory.close()
+            self._memory.close(wait=False)
 
     def _finish(self, *, partial: bool) -> None:
         """Close the window (if open) and write the files once."""
@@ -376,19 +423,35 @@ class Capture:
             with self.rec.guard("step end"):
                 if self._timer is not None and self.rec.enabled:
                     self._timer.flush()
+        if was_open or self._steps:
+            self._write_state = "due"  # a SIGTERM from here on waits for the write
+            self._handing_over = True
         if was_open:
             self._close_window()
         self._finished = True
         if was_open or self._steps:
             self._write()
         elif not self._blocked and self._requested:
-            level = logging.DEBUG if self.autostart else logging.WARNING
-            log.log(level, "echo_trace: capture window never opened (%d steps completed, "
-                    "start_step=%d); nothing written", self._count, self.config.start_step)
+            # a process that never stepped (torchrun's agent, a data worker) stays quiet
+            level = logging.WARNING if self._count or not self.autostart else logging.DEBUG
+            log.log(level, "echo_trace: the job ended after %d steps, before start_step=%d "
+                    "(TRACE_START_STEP); no trace written", self._count,
+                    self.config.start_step)
 
     # ---------------------------------------------------------------- files
     def meta(self) -> dict[str, Any]:
         """The contents of meta.json as of now."""
+        meta = self._meta_now()
+        meta["partial_steps"] = self._partial_steps(self.rec.steps_recorded())
+        return meta
+
+    def _partial_steps(self, recorded: set[int]) -> list[int]:
+        """Steps with events but no STEP marker (cut short by stop, SIGTERM or an error)."""
+        return [s for s in sorted(recorded) if s not in self._steps]
+
+    def _meta_now(self) -> dict[str, Any]:
+        """meta.json but ``partial_steps`` (O(1) in the number of events: this runs on the
+        step that closes the window)."""
         import torch
 
         r = self.ranks
@@ -402,15 +465,13 @@ class Capture:
             backend = None
         params = self._modules.param_table() if self._modules is not None else []
         clock = self._clock
-        all_steps = sorted(self.rec.steps_recorded())
-        partial = [s for s in all_steps if s not in self._steps]
         meta: dict[str, Any] = {
             "echo_version": _echo_version(), "torch_version": torch.__version__,
             "rank": r.rank, "local_rank": r.local_rank, "node_rank": r.node_rank,
             "world_size": r.world_size, "local_world_size": r.local_world_size,
             "rank_source": r.source, "backend": backend, "device": self._device,
             "device_name": self._device_name, "host": socket.gethostname(), "pid": os.getpid(),
-            "steps": list(self._steps), "partial_steps": partial,
+            "steps": list(self._steps), "partial_steps": [],
             "step_source": self._step_source,
             "start_step": self.config.start_step, "end_step": self.config.end_step,
             "clock_offset_us": 0.0 if clock is None else clock.offset_us,
@@ -450,32 +511,88 @@ class Capture:
         return {"micro_batch": mb, "micro_batch_source": src, "tokens": tokens}
 
     def _write(self) -> None:
-        if self._writing or self.written is not None or os.getpid() != self._pid:
+        """Hand the buffer and the metadata to a writer thread (see the module doc)."""
+        if self._write_state in ("running", "done") or os.getpid() != self._pid:
             return
-        if self.rank_dir is None or self._blocked:
-            return
-        self._writing = True
+        self._write_state = "due"
+        self._handing_over = True
+        try:
+            if self.rank_dir is None or self._blocked:
+                self._write_state = "done"
+                return
+            meta: dict[str, Any] | None
+            try:
+                meta = self._meta_now()
+            except Exception as e:  # noqa: BLE001 - the trace is still written
+                self.rec.fail("building meta.json", e)
+                meta = None
+            offset_us, base_ns = 0.0, 0
+            if self._clock is not None:
+                try:
+                    offset_us, base_ns = self._clock.shift_us(), self._clock.trace_base_ns
+                except Exception as e:  # noqa: BLE001 - local clock then
+                    self.rec.fail("clock shift", e)
+            records, counts = self.rec.snapshot(detach=True)
+            job = (records, counts, meta, offset_us, base_ns)
+            writer = threading.Thread(target=self._write_job, name="echo_trace-writer",
+                                      daemon=False, args=job)
+            self._writer, self._write_state = writer, "running"
+            try:
+                writer.start()
+            except RuntimeError as e:  # no thread to be had: write here and now
+                log.info("echo_trace: no writer thread (%s); writing inline", e)
+                self._writer = None
+                self._write_job(*job)
+        except Exception as e:  # noqa: BLE001 - writing must not break the job either
+            self._write_state = "done"
+            self.rec.fail("writing the trace", e)
+        finally:
+            self._handing_over = False
+            pending, self._pending_signal = self._pending_signal, None
+            if pending is not None:  # SIGTERM arrived while handing over: now re-raise it
+                self.join_writer()
+                self._chain_signal(*pending)
+
+    def _write_job(self, records: list[Any], counts: dict[Any, int],
+                   meta: dict[str, Any] | None, offset_us: float, base_ns: int) -> None:
+        """Writer thread: events, DAG, files (trace.json first), one line on stderr."""
         try:
             from echo_trace import dag as dag_mod
 
-            events = self.rec.event_dicts()
+            recorded = {r[6] for r in records if r[0] == "X"}
+            events = Recorder.to_dicts(records, counts, yield_every=YIELD_EVERY)
+            del records
             step = dag_mod.last_complete_step(events)
-            if step is None and self._steps == [] and events:
+            if step is None and not self._steps and events:
                 step = max((e["args"]["step"] for e in events if e.get("ph") == "X"),
                            default=None)
-            # no recorded step (e.g. a tiny buffer): a graph holding only the sink
-            gml = dag_mod.dag_gml(dag_mod.build_step_dag(events, -1 if step is None else step))
-            meta = self.meta()
-            meta["dag_step"] = step
-            assert self._clock is not None
-            self.written = write_rank_dir(
-                self.rank_dir, events=events, meta=meta, dag_gml=gml, gzip=self.config.gzip,
-                offset_us=self._clock.shift_us(), base_time_ns=self._clock.trace_base_ns)
-            log.info("echo_trace: wrote %s (%d events)", self.rank_dir, len(events))
+
+            def build_meta() -> dict[str, Any]:
+                if meta is None:
+                    raise RuntimeError(f"metadata unavailable ({self.rec.disabled_reason})")
+                return dict(meta, dag_step=step, partial_steps=self._partial_steps(recorded))
+
+            def build_dag() -> str:
+                # no recorded step (e.g. a tiny buffer): a graph holding only the sink
+                return dag_mod.dag_gml(dag_mod.step_dag(events, -1 if step is None else step))
+
+            assert self.rank_dir is not None
+            result = write_rank_dir(self.rank_dir, events=events, meta=build_meta,
+                                    dag_gml=build_dag, gzip=self.config.gzip,
+                                    offset_us=offset_us, base_time_ns=base_ns,
+                                    overwrite=self.config.overwrite,
+                                    yield_every=YIELD_EVERY)
+            self.written = dict(result)
+            if result.conflict:
+                log.warning("echo_trace: %s was filled by another run while this one was "
+                            "recording; this run's trace is in %s instead", self.rank_dir,
+                            result.rank_dir)
+            print(f"echo_trace: rank {self.ranks.rank} wrote {len(events)} events to "
+                  f"{result.rank_dir}", file=sys.stderr, flush=True)
         except Exception as e:  # noqa: BLE001 - writing must not break the job either
             self.rec.fail("writing the trace", e)
         finally:
-            self._writing = False
+            self._write_state = "done"
 
     # ---------------------------------------------------------------- exits
     def _atexit_stop(self) -> None:
@@ -502,18 +619,29 @@ class Capture:
         self._sig_installed = False
 
     def _on_sigterm(self, signum: int, frame: FrameType | None) -> None:
-        """Write what was captured, then do what SIGTERM did before us."""
-        if os.getpid() == self._pid and not self._finished:
-            # hooks may be running right now: make them inert rather than removing them
-            self.rec.recording = False
+        """Write what was captured (or wait for the write in progress), then do what
+        SIGTERM did before us."""
+        if os.getpid() == self._pid:
             try:
-                if self._memory is not None:
-                    self._memory.stop(timeout_s=0.2)
-                self._finished = True
-                self._window = False
-                self._write()
+                if not self._finished:
+                    # hooks may be running right now: make them inert rather than removing
+                    self.rec.recording = False
+                    self._write_state = "due"
+                    if self._memory is not None:
+                        self._memory.stop(timeout_s=0.2)
+                    self._finished = True
+                    self._window = False
+                    self._write()
+                elif self._handing_over:
+                    # the interrupted code is handing the buffer over: it re-raises later
+                    self._pending_signal = (signum, frame)
+                    return
+                self.join_writer()
             except Exception as e:  # noqa: BLE001
                 self.rec.fail("SIGTERM handler", e)
+        self._chain_signal(signum, frame)
+
+    def _chain_signal(self, signum: int, frame: FrameType | None) -> None:
         prev = self._prev_sigterm
         if callable(prev):
             prev(signum, frame)

@@ -14,17 +14,20 @@ Step window
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-__all__ = ["DEFAULT_MAX_EVENTS", "ENV_VARS", "CaptureConfig", "env_flag", "env_int"]
+__all__ = ["DEFAULT_MAX_EVENTS", "ENV_VARS", "TRUE_SPELLINGS", "CaptureConfig", "env_flag",
+           "env_int"]
 
 DEFAULT_MAX_EVENTS = 2_000_000
 
 #: Every environment variable that configures capture, with its meaning and default.
 ENV_VARS: dict[str, str] = {
-    "TRACE_ON": "1 turns capture on in every process that imports torch (default: off)",
+    "TRACE_ON": "1 (or true/yes/on, any case) turns capture on in every process that imports "
+                "torch (default: off)",
     "TRACE_START_STEP": "first step recorded; earlier steps are warm-up (default: 2)",
     "TRACE_END_STEP": "first step NOT recorded; files are written when it begins "
                       "(default: TRACE_START_STEP + 3)",
@@ -32,13 +35,16 @@ ENV_VARS: dict[str, str] = {
     "TRACE_GZIP": "1 writes trace.json.gz instead of trace.json (default: 0)",
     "TRACE_DEPTH": "module depth traced as FW/BW events; unset = leaf modules (default: unset)",
     "TRACE_MEMORY_INTERVAL_MS": "memory sampling period in ms; 0 turns the sampler off; per-step peaks are also sampled at every step boundary (default: 50)",
-    "TRACE_OVERWRITE": "1 allows replacing a non-empty rank directory (default: 0)",
+    "TRACE_OVERWRITE": "1 replaces a non-empty rank directory, as a whole (default: 0)",
     "TRACE_MICRO_BATCH": "samples per forward recorded in meta.json (default: dim 0 of the "
                          "model's first tensor input)",
     "TRACE_MAX_EVENTS": f"event buffer bound per process (default: {DEFAULT_MAX_EVENTS})",
 }
 
-_TRUE = ("1", "true", "yes", "on")
+#: Values of a flag that mean "on" (compared stripped and lower-cased); ``echo_trace.pth``
+#: spells the same tuple for ``TRACE_ON`` (a test pins them equal).
+TRUE_SPELLINGS = ("1", "true", "yes", "on")
+_TRUE = TRUE_SPELLINGS
 _FALSE = ("", "0", "false", "no", "off")
 
 
@@ -68,9 +74,12 @@ def _env_float(env: Mapping[str, str], name: str) -> float | None:
     if not raw:
         return None
     try:
-        return float(raw)
+        value = float(raw)
     except ValueError:
-        raise ValueError(f"{name}={raw!r}: expected a number") from None
+        raise ValueError(f"{name}={raw!r}: expected a finite number") from None
+    if not math.isfinite(value):
+        raise ValueError(f"{name}={raw!r}: expected a finite number (inf and nan are refused)")
+    return value
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -106,9 +115,11 @@ class CaptureConfig:
                              f"({self.start_step}); steps start_step..end_step-1 are recorded")
         if self.depth is not None and (not isinstance(self.depth, int) or self.depth < 0):
             raise ValueError(f"depth={self.depth!r}: expected None (leaf modules) or an integer >= 0")
-        if not self.memory_interval_ms >= 0:
-            raise ValueError(f"memory_interval_ms={self.memory_interval_ms!r}: expected a number "
-                             ">= 0 (0 turns the sampler off)")
+        if isinstance(self.memory_interval_ms, bool) \
+                or not isinstance(self.memory_interval_ms, int | float) \
+                or not math.isfinite(self.memory_interval_ms) or self.memory_interval_ms < 0:
+            raise ValueError(f"memory_interval_ms={self.memory_interval_ms!r}: expected a finite "
+                             "number >= 0 (0 turns the sampler off)")
         if not isinstance(self.max_events, int) or self.max_events < 1:
             raise ValueError(f"max_events={self.max_events!r}: expected an integer >= 1")
         if self.micro_batch is not None and (not isinstance(self.micro_batch, int)
@@ -139,6 +150,9 @@ class CaptureConfig:
         start = 2 if start is None else start
         depth = env_int(env, "TRACE_DEPTH")
         interval = _env_float(env, "TRACE_MEMORY_INTERVAL_MS")
+        if interval is not None and interval < 0:
+            raise ValueError(f"TRACE_MEMORY_INTERVAL_MS={interval!r}: expected a finite number "
+                             ">= 0 (0 turns the sampler off)")
         max_events = env_int(env, "TRACE_MAX_EVENTS")
         return cls(
             out_dir=env.get("TRACE_DIR", "").strip() or "traces",

@@ -31,14 +31,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from echo_trace.contract import COMM_TID_BASE, COMPUTE_TID, STEP_TID
+
 __all__ = ["COMM_TID_BASE", "COMPUTE_TID", "RECORD_FIELDS", "STEP_TID", "CommToken",
            "Recorder"]
 
 log = logging.getLogger("echo_trace")
 
-COMPUTE_TID = 0
-STEP_TID = 1
-COMM_TID_BASE = 100
 
 #: The fields of one record in :attr:`Recorder.events`, in order. ``ph`` is ``"X"`` or
 #: ``"C"``; ``dur`` (µs) is None for counters; ``occ`` None means "numbered when written";
@@ -196,10 +195,31 @@ class Recorder:
         """The events as Chrome-style dicts in record order: ``name, cat, ph, tid, ts, dur,
         args`` (``X``; ``args`` with ``step`` and ``occ``) or ``name, cat, ph, ts, args``
         (``C``), times in local µs, negative durations clamped to 0."""
+        return self.to_dicts(*self.snapshot())
+
+    def snapshot(self, *, detach: bool = False) -> tuple[list[tuple[Any, ...]], dict[Any, int]]:
+        """The records and the explicit occurrence counters, as of now (cheap: no dict is
+        built). ``detach`` hands the buffer over: the recorder starts an empty one, so the
+        memory is held once, by whoever converts the snapshot (:meth:`to_dicts`)."""
         with self._lock:
             counts = dict(self._occ)  # implicit numbers continue after explicit ones
+        if detach:
+            records, self.events = self.events, []
+            return records, counts
+        return list(self.events), counts
+
+    @staticmethod
+    def to_dicts(records: list[tuple[Any, ...]], counts: dict[Any, int], *,
+                 yield_every: int = 0) -> list[dict[str, Any]]:
+        """:meth:`event_dicts` of a :meth:`snapshot` (safe on any thread). ``yield_every``
+        > 0 releases the GIL (``time.sleep(0)``) every that many records, so a background
+        conversion never holds the training thread for long."""
+        counts = dict(counts)
         out: list[dict[str, Any]] = []
-        for ph, name, cat, tid, ts, dur, step, occ, args, extra in list(self.events):
+        sleep = time.sleep
+        for k, (ph, name, cat, tid, ts, dur, step, occ, args, extra) in enumerate(records):
+            if yield_every and k % yield_every == 0:
+                sleep(0)
             if ph != "X":
                 out.append({"name": name, "cat": cat, "ph": ph, "ts": ts,
                             "args": dict(args) if args else {}})

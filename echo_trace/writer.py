@@ -1,32 +1,84 @@
-"""Write a rank directory: ``trace.json[.gz]``, ``meta.json`` and ``dag.gml``, atomically.
+"""Write a rank directory (``trace.json[.gz]``, ``meta.json``, ``dag.gml``) safely.
 
-Every file is written to ``<name>.tmp``, fsynced and ``os.replace``d into place, so a
-reader never sees half a file, even when SIGTERM arrives during a write.
+How a rank directory comes to exist (never half-written, never over someone else's):
+
+1. The files are written into a fresh private directory ``.<rank>.XXXX.tmp`` made by
+   ``mkdtemp`` next to the rank directory (mode 0700, so nobody can plant a symlink in
+   it), each file created with ``O_EXCL | O_NOFOLLOW`` and fsynced. ``trace.json`` comes
+   first; a failure building ``meta.json`` or ``dag.gml`` is logged and the trace is still
+   installed without them.
+2. The directory is renamed into place. ``rename(2)`` of a directory replaces a missing
+   or *empty* target atomically and fails on a non-empty one: that is the emptiness
+   re-check at write time, and of two runs writing into one ``TRACE_DIR`` exactly one wins.
+   The loser keeps its files in a sibling of the trace root,
+   ``<TRACE_DIR>.conflict-<pid>/<rank>/``, and says so (never merged into the winner).
+3. With ``overwrite``, the old directory is first renamed aside (``.<rank>.XXXX.old``),
+   the new one renamed in, then the old one deleted: an interrupted overwrite leaves the
+   old run whole or the new run whole, never new trace + old meta.
+
+A temporary directory is removed when a write fails (ENOSPC, EIO), and its name starts
+with a dot, which echo_sim's discovery skips, so a leftover one (after SIGKILL) never
+blocks nor pollutes the next run. A rank directory that is a symlink, not a directory,
+or owned by another user is refused (:func:`refuse_reason`).
 """
 
 from __future__ import annotations
 
+import errno
 import gzip as gzip_mod
 import json
+import logging
 import os
-from collections.abc import Iterable
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
-from echo_trace.recorder import COMM_TID_BASE, COMPUTE_TID, STEP_TID
+from echo_trace.contract import COMPUTE_TID, FORMAT, STEP_TID, thread_name
 
-__all__ = ["FORMAT", "dir_is_nonempty", "trace_events", "write_atomic", "write_rank_dir"]
+__all__ = ["FORMAT", "YIELD_EVERY", "WriteConflict", "WriteResult", "dir_is_nonempty", "dumps_json",
+           "refuse_reason", "trace_events", "write_atomic", "write_rank_dir"]
 
-FORMAT = "echo-trace/1"
+log = logging.getLogger("echo_trace")
+
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) \
+    | getattr(os, "O_CLOEXEC", 0)
+
+#: The writer thread lets the training thread take the GIL every this many events (each
+#: stretch is well under a millisecond; the interpreter alone would switch every 5 ms).
+YIELD_EVERY = 512
 
 try:  # orjson is a declared dependency; json is the fallback
     import orjson
 
     def _dumps(obj: Any) -> bytes:
+        # orjson never writes NaN/Infinity (they become null): the output is always JSON
         return orjson.dumps(obj)
 except ImportError:  # pragma: no cover
     def _dumps(obj: Any) -> bytes:
-        return json.dumps(obj, separators=(",", ":")).encode()
+        return json.dumps(obj, separators=(",", ":"), allow_nan=False).encode()
+
+
+def dumps_json(obj: Any, *, indent: int | None = None) -> bytes:
+    """Strict JSON bytes (``allow_nan=False``: NaN/Infinity raise ``ValueError``)."""
+    return json.dumps(obj, indent=indent, default=str, allow_nan=False).encode()
+
+
+class WriteConflict(OSError):
+    """The rank directory was filled by another run while this one was recording."""
+
+
+class WriteResult(dict[str, Path]):
+    """``{"trace", "meta", "dag"}`` → path of each file written (a missing key: that file
+    failed, see :attr:`errors`); :attr:`rank_dir` is where they are, :attr:`conflict`
+    is True when that is the ``.conflict-<pid>`` sibling instead of the requested place."""
+
+    rank_dir: Path
+    conflict: bool = False
+    errors: dict[str, str]
 
 
 def dir_is_nonempty(path: str | os.PathLike[str]) -> bool:
@@ -38,17 +90,38 @@ def dir_is_nonempty(path: str | os.PathLike[str]) -> bool:
         return False
 
 
-def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
-    """Write ``data`` to ``path`` via ``path.tmp`` + fsync + ``os.replace`` (+ dir fsync)."""
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+def refuse_reason(path: str | os.PathLike[str]) -> str | None:
+    """Why ``path`` must not be used as a rank directory (None: it is fine or missing)."""
     try:
-        fd = os.open(path.parent, os.O_RDONLY)
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    import stat
+
+    if stat.S_ISLNK(st.st_mode):
+        return "is a symbolic link"
+    if not stat.S_ISDIR(st.st_mode):
+        return "exists and is not a directory"
+    if hasattr(os, "geteuid") and st.st_uid != os.geteuid():
+        return f"is owned by another user (uid {st.st_uid})"
+    return None
+
+
+def _umask() -> int:
+    """The process umask without changing it (``os.umask`` would, for every thread)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    return 0o022
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
     except OSError:
         return
     try:
@@ -59,25 +132,52 @@ def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
         os.close(fd)
 
 
-def _thread_name(tid: int) -> str:
-    if tid == COMPUTE_TID:
-        return "compute"
-    if tid == STEP_TID:
-        return "steps"
-    if tid >= COMM_TID_BASE:
-        return f"comm {tid - COMM_TID_BASE}"
-    return f"thread {tid}"
+def _create(path: Path, data: bytes) -> None:
+    """Create ``path`` (never existing, never through a symlink), write, fsync."""
+    fd = os.open(path, _CREATE, 0o666)
+    try:
+        view = memoryview(data)
+        while view:
+            n = os.write(fd, view)
+            view = view[n:]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write ``data`` to ``path`` through a ``mkstemp`` file in the same directory, fsync,
+    ``os.replace`` (+ dir fsync): readers see the old file or the new one, never half."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    _fsync_dir(path.parent)
 
 
 def trace_events(events: Iterable[dict[str, Any]], *, rank: int, host: str,
-                 offset_us: float) -> list[dict[str, Any]]:
+                 offset_us: float, yield_every: int = 0) -> list[dict[str, Any]]:
     """Chrome events: ``M`` metadata first, then events sorted by time with ``pid = rank``
     and ``ts`` = local µs + ``offset_us`` (the local → trace clock shift: µs since the
     file's ``baseTimeNanoseconds`` on rank 0's clock), 3 decimals; ``dur`` is the rounded
-    end minus the rounded start, so a slice ending where the next starts touches it."""
+    end minus the rounded start, so a slice ending where the next starts touches it.
+    ``yield_every`` > 0 releases the GIL every that many events (see :data:`YIELD_EVERY`)."""
     out: list[dict[str, Any]] = []
     tids = {COMPUTE_TID, STEP_TID}
-    for ev in events:
+    for k, ev in enumerate(events):
+        if yield_every and k % yield_every == 0:
+            time.sleep(0)
         e = dict(ev)
         e["pid"] = rank
         ts = e["ts"] = round(ev["ts"] + offset_us, 3)
@@ -86,7 +186,7 @@ def trace_events(events: Iterable[dict[str, Any]], *, rank: int, host: str,
         tid = e.setdefault("tid", COMPUTE_TID)
         tids.add(tid)
         out.append(e)
-    out.sort(key=lambda e: e["ts"])
+    out.sort(key=itemgetter("ts"))
     meta: list[dict[str, Any]] = [
         {"name": "process_name", "ph": "M", "pid": rank, "tid": 0,
          "args": {"name": f"rank {rank} ({host})"}},
@@ -95,44 +195,134 @@ def trace_events(events: Iterable[dict[str, Any]], *, rank: int, host: str,
     ]
     for tid in sorted(tids):
         meta.append({"name": "thread_name", "ph": "M", "pid": rank, "tid": tid,
-                     "args": {"name": _thread_name(tid)}})
+                     "args": {"name": thread_name(tid)}})
         meta.append({"name": "thread_sort_index", "ph": "M", "pid": rank, "tid": tid,
                      "args": {"sort_index": tid}})
     return meta + out
 
 
+def _dump_trace(chrome: list[dict[str, Any]], rest: dict[str, Any], yield_every: int) -> bytes:
+    """``{"traceEvents": chrome, **rest}`` as JSON, the events serialised in chunks (the
+    GIL is released between chunks when ``yield_every`` > 0)."""
+    step = max(yield_every, 1) * 4 if yield_every else max(len(chrome), 1)
+    parts = []
+    for i in range(0, len(chrome), step):
+        parts.append(_dumps(chrome[i:i + step])[1:-1])
+        if yield_every:
+            time.sleep(0)
+    return b'{"traceEvents":[' + b",".join(parts) + b"]," + _dumps(rest)[1:]
+
+
+def _install(tmp: Path, dest: Path, *, overwrite: bool) -> tuple[Path, bool]:
+    """Rename ``tmp`` to ``dest`` (see the module doc); ``(where, conflict)``."""
+    try:
+        os.rename(tmp, dest)  # a missing or empty dest is replaced atomically
+        return dest, False
+    except OSError as e:
+        if e.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+            raise
+    if overwrite:
+        old = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".old", dir=dest.parent))
+        os.rename(dest, old)  # onto the empty placeholder
+        try:
+            os.rename(tmp, dest)
+        except OSError as e:
+            try:  # put the old run back whole (if the place is still free)
+                os.rename(old, dest)
+            except OSError:
+                log.warning("echo_trace: the previous contents of %s are in %s", dest, old)
+            if e.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                raise
+        else:
+            shutil.rmtree(old, ignore_errors=True)
+            return dest, False
+    # another run won the race: keep our files next to the trace root, never inside it
+    root = dest.parent
+    alt_root = root.with_name(f"{root.name}.conflict-{os.getpid()}")
+    alt_root.mkdir(mode=0o777, exist_ok=True)
+    reason = refuse_reason(alt_root)
+    if reason is not None:
+        raise WriteConflict(errno.EEXIST, f"{dest} was filled by another run, and the "
+                            f"fallback directory {reason}", str(alt_root))
+    alt = alt_root / dest.name
+    os.rename(tmp, alt)
+    return alt, True
+
+
 def write_rank_dir(rank_dir: str | os.PathLike[str], *, events: list[dict[str, Any]],
-                   meta: dict[str, Any], dag_gml: str | None, gzip: bool = False,
-                   offset_us: float = 0.0, base_time_ns: int = 0) -> dict[str, Path]:
-    """Write the three files of one process; returns ``{"trace", "meta", "dag"}`` paths.
+                   meta: dict[str, Any] | Callable[[], dict[str, Any]],
+                   dag_gml: str | Callable[[], str] | None, gzip: bool = False,
+                   offset_us: float = 0.0, base_time_ns: int = 0,
+                   overwrite: bool = False, yield_every: int = 0) -> WriteResult:
+    """Write the files of one process into ``rank_dir`` (see the module doc).
 
     ``events`` carry local µs; ``offset_us`` maps them to µs since ``base_time_ns`` (Unix
     ns on rank 0's clock), written as ``baseTimeNanoseconds`` in trace.json and
-    ``base_time_ns`` in meta.json. ``meta`` also gets ``format``, ``trace_file`` and
-    ``num_events`` filled in.
+    ``base_time_ns`` in meta.json. ``meta`` (or a function building it) also gets
+    ``format``, ``trace_file``, ``num_events`` and ``base_time_ns``; ``dag_gml`` may be a
+    function too: an exception from either is logged and leaves that file out.
+    ``yield_every`` > 0 (the capture's writer thread passes :data:`YIELD_EVERY`) releases
+    the GIL regularly while building the trace. Raises
+    ``OSError`` when the rank directory is refused or the trace cannot be written
+    (nothing is left behind then).
     """
-    d = Path(rank_dir)
-    d.mkdir(parents=True, exist_ok=True)
-    rank = int(meta.get("rank", 0))
-    chrome = trace_events(events, rank=rank, host=str(meta.get("host", "")),
-                          offset_us=offset_us)
-    doc = {"traceEvents": chrome, "displayTimeUnit": "ms",
-           "baseTimeNanoseconds": int(base_time_ns),
-           "otherData": {"format": FORMAT, "rank": rank,
-                         "world_size": meta.get("world_size", 1),
-                         "echo_version": meta.get("echo_version")}}
-    name = "trace.json.gz" if gzip else "trace.json"
-    body = _dumps(doc)
-    if gzip:
-        body = gzip_mod.compress(body, compresslevel=6, mtime=0)
-    paths = {"trace": d / name, "meta": d / "meta.json", "dag": d / "dag.gml"}
-    write_atomic(paths["trace"], body)
-    other = d / ("trace.json" if gzip else "trace.json.gz")
-    if other.exists():  # an overwrite must not leave the other flavour behind
-        other.unlink()
-    if dag_gml is not None:
-        write_atomic(paths["dag"], dag_gml.encode())
-    meta = dict(meta, format=FORMAT, trace_file=name, num_events=len(events),
-                base_time_ns=base_time_ns)
-    write_atomic(paths["meta"], json.dumps(meta, indent=1, default=str).encode())
-    return paths
+    dest = Path(rank_dir)
+    reason = refuse_reason(dest)
+    if reason is not None:
+        raise PermissionError(errno.EPERM, f"rank directory {reason}", str(dest))
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent))
+    written: dict[str, str] = {}
+    errors: dict[str, str] = {}
+    try:
+        rank = int(meta.get("rank", 0)) if isinstance(meta, dict) else 0
+        meta_doc: dict[str, Any] | None = None
+        try:
+            meta_doc = dict(meta() if callable(meta) else meta)
+            rank = int(meta_doc.get("rank", 0))
+        except Exception as e:  # noqa: BLE001 - the trace is written without meta.json
+            errors["meta"] = f"{type(e).__name__}: {e}"
+        chrome = trace_events(events, rank=rank, host=str((meta_doc or {}).get("host", "")),
+                              offset_us=offset_us, yield_every=yield_every)
+        rest = {"displayTimeUnit": "ms", "baseTimeNanoseconds": int(base_time_ns),
+                "otherData": {"format": FORMAT, "rank": rank,
+                              "world_size": (meta_doc or {}).get("world_size", 1),
+                              "echo_version": (meta_doc or {}).get("echo_version")}}
+        name = "trace.json.gz" if gzip else "trace.json"
+        body = _dump_trace(chrome, rest, yield_every)
+        del chrome
+        if gzip:
+            body = gzip_mod.compress(body, compresslevel=6, mtime=0)
+        _create(tmp / name, body)
+        written["trace"] = name
+        del body
+        try:
+            gml = dag_gml() if callable(dag_gml) else dag_gml
+            if gml is not None:
+                _create(tmp / "dag.gml", gml.encode())
+                written["dag"] = "dag.gml"
+        except Exception as e:  # noqa: BLE001
+            errors["dag"] = f"{type(e).__name__}: {e}"
+        if meta_doc is not None:
+            try:
+                meta_doc.update(format=FORMAT, trace_file=name, num_events=len(events),
+                                base_time_ns=int(base_time_ns))
+                _create(tmp / "meta.json", dumps_json(meta_doc, indent=1))
+                written["meta"] = "meta.json"
+            except Exception as e:  # noqa: BLE001
+                errors["meta"] = f"{type(e).__name__}: {e}"
+        for what, err in errors.items():
+            log.warning("echo_trace: could not write %s of %s (%s); the trace is kept "
+                        "without it", "meta.json" if what == "meta" else "dag.gml", dest, err)
+        os.chmod(tmp, 0o777 & ~_umask())
+        _fsync_dir(tmp)
+        where, conflict = _install(tmp, dest, overwrite=overwrite)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    _fsync_dir(dest.parent)
+    result = WriteResult({k: where / v for k, v in written.items()})
+    result.rank_dir = where
+    result.conflict = conflict
+    result.errors = errors
+    return result

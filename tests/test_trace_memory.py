@@ -79,3 +79,62 @@ def test_nvml_index_mapping() -> None:
     assert nvml_index(1, "3,2") == 2
     assert nvml_index(0, "GPU-abc, GPU-def") == "GPU-abc"
     assert nvml_index(5, "0,1") == 5  # beyond the list: as is
+
+
+def test_allocator_peaks_fall_back_to_samples_once(caplog) -> None:
+    """With the real torch.cuda API but no usable allocator (a CPU build), the per-step
+    peaks say they were sampled, with one warning, and capture stays on."""
+    import logging
+
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a usable CUDA allocator: covered by the gpu test")
+    caplog.set_level(logging.WARNING, logger="echo_trace")
+    rec = _rec()
+    s = MemorySampler(rec, interval_ms=0, cuda_device=0)
+    s.sample()
+    first = s.take_peaks()
+    second = s.take_peaks()
+    assert first["peak_source"] == "sampled" == second["peak_source"]
+    assert first["peak_rss_bytes"] > 0
+    assert sum("allocator peaks unavailable" in r.message for r in caplog.records) == 1
+    assert rec.enabled
+    s.close()
+
+
+@pytest.mark.gpu
+def test_cuda_step_peak_is_the_allocator_peak() -> None:
+    """A transient 256 MiB tensor freed before any sample: the sampler never sees it, the
+    allocator's peak (reset at each step boundary) does, and the next step starts afresh."""
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    rec = _rec()
+    s = MemorySampler(rec, interval_ms=0, cuda_device=torch.cuda.current_device())
+    s.take_peaks()  # step boundary
+    base = torch.cuda.memory_allocated()
+    x = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    del x
+    torch.cuda.synchronize()
+    s.sample()
+    peaks = s.take_peaks()
+    assert peaks["peak_source"] == "allocator"
+    assert peaks["peak_cuda_allocated_bytes"] >= base + (256 << 20)
+    assert peaks["peak_cuda_reserved_bytes"] >= peaks["peak_cuda_allocated_bytes"]
+    s.sample()
+    assert s.take_peaks()["peak_cuda_allocated_bytes"] < base + (256 << 20)
+    s.close()
+
+
+def test_close_without_waiting_releases_the_descriptor() -> None:
+    rec = _rec()
+    s = MemorySampler(rec, interval_ms=1.0)
+    s.start()
+    time.sleep(0.01)
+    s.close(wait=False)  # returns at once; the thread closes the descriptor as it ends
+    deadline = time.monotonic() + 20.0
+    while getattr(s._rss, "_fd", -1) != -1 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert getattr(s._rss, "_fd", -1) == -1 and rec.enabled

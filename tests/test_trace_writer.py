@@ -151,9 +151,10 @@ def test_write_rank_dir_json_and_gzip(tmp_path):
     m = json.loads(paths["meta"].read_text())
     assert (m["format"], m["trace_file"], m["num_events"]) == ("echo-trace/1", "trace.json", 8)
     assert nx.is_directed_acyclic_graph(nx.read_gml(paths["dag"]))
-    # overwrite with gzip: the plain file goes away
-    paths = write_rank_dir(tmp_path / "0_1", events=STEP0, meta=meta, dag_gml=None, gzip=True)
+    # overwrite with gzip: the directory is replaced whole, the plain file goes away
+    paths = write_rank_dir(tmp_path / "0_1", events=STEP0, meta=meta, dag_gml=None, gzip=True,
+                           overwrite=True)
     with gzip.open(paths["trace"]) as f:
         assert len(json.load(f)["traceEvents"]) > len(STEP0)
-    assert sorted(os.listdir(tmp_path / "0_1")) == ["dag.gml", "meta.json", "trace.json.gz"]
+    assert sorted(os.listdir(tmp_path / "0_1")) == ["meta.json", "trace.json.gz"]
     assert json.loads(paths["meta"].read_text())["trace_file"] == "trace.json.gz"

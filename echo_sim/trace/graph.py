@@ -43,6 +43,7 @@ import numpy as np
 
 from echo_sim.errors import ConfigError
 from echo_sim.trace.model import CAT_NAMES, COLLECTIVES, Cat, Trace
+from echo_trace.contract import NEXT_STEP, SINK_CAT, node_id, parse_node_id
 
 __all__ = [
     "EDGE_KINDS",
@@ -308,10 +309,7 @@ def _dedupe(src: np.ndarray, dst: np.ndarray, kind: np.ndarray,
 
 # --------------------------------------------------------------------------- dag.gml
 def _node_key(node: str) -> tuple[str, int]:
-    name, sep, occ = str(node).rpartition("#")
-    if sep and occ.isdigit():
-        return name, int(occ)
-    return str(node), 0
+    return parse_node_id(node)
 
 
 def _apply_dags(trace: Trace, sel: list[int], compute: np.ndarray, comm: np.ndarray,
@@ -326,7 +324,7 @@ def _apply_dags(trace: Trace, sel: list[int], compute: np.ndarray, comm: np.ndar
     new_src: list[int] = []
     new_dst: list[int] = []
     for rank, dag in trace.dags.items():
-        nodes = [n for n in dag.nodes if str(n) != "NEXT_STEP"]
+        nodes = [n for n in dag.nodes if str(n) != NEXT_STEP]
         for step in sel:
             mine = rows[(ev.rank[rows] == rank) & (ev.step[rows] == step)]
             index = {(trace.names[int(ev.name[r])], int(ev.occ[r])): int(r) for r in mine}
@@ -439,14 +437,14 @@ def _describe_unmatched(trace: Trace, comm: np.ndarray, inst: np.ndarray,
 # --------------------------------------------------------------------------- networkx
 def _node_name(trace: Trace, row: int) -> str:
     ev = trace.events
-    occ = int(ev.occ[row])
-    name = trace.names[int(ev.name[row])]
-    return f"{name}#{occ}" if occ else name
+    return node_id(trace.names[int(ev.name[row])], int(ev.occ[row]))
 
 
 def rank_dag(trace: Trace, rank: int, step: int) -> nx.DiGraph:
-    """One rank's step in the ``dag.gml`` convention (node ids ``name`` / ``name#occ``,
-    attributes ``cat``, ``dur_us``, ``step``, sink ``NEXT_STEP`` after the last UPDATE)."""
+    """One rank's step as ``dag.gml`` holds it (node ids ``name`` / ``name#occ``,
+    attributes ``cat``, ``dur_us``, ``step``; the sink ``NEXT_STEP`` after the last UPDATE
+    and after every node left without a successor): the writer's
+    :func:`echo_trace.dag.step_dag` and this function apply the same rules."""
     if rank not in trace.ranks and not (trace.events.rank == rank).any():
         raise ConfigError(f"rank {rank} is not in the trace; ranks: {sorted(trace.ranks)}")
     deps = build_deps(trace, [step], use_dags=False)
@@ -459,10 +457,13 @@ def rank_dag(trace: Trace, rank: int, step: int) -> nx.DiGraph:
     for u, v in zip(deps.src.tolist(), deps.dst.tolist(), strict=True):
         if ev.rank[u] == rank and ev.rank[v] == rank:
             g.add_edge(_node_name(trace, u), _node_name(trace, v))
+    g.add_node(NEXT_STEP, cat=SINK_CAT, dur_us=0.0, step=int(step))
     upd = [r for r in mine if ev.cat[r] == Cat.UPDATE]
     if upd:
-        g.add_node("NEXT_STEP", cat="STEP", dur_us=0.0, step=int(step))
-        g.add_edge(_node_name(trace, max(upd, key=lambda r: ev.ts_us[r])), "NEXT_STEP")
+        g.add_edge(_node_name(trace, max(upd, key=lambda r: ev.ts_us[r])), NEXT_STEP)
+    for n in list(g.nodes):
+        if n != NEXT_STEP and g.out_degree(n) == 0:
+            g.add_edge(n, NEXT_STEP)
     return g
 
 
