@@ -50,7 +50,6 @@ __all__ = ["Capture", "capture", "current"]
 
 log = logging.getLogger("echo_trace")
 
-ECHO_VERSION = "0.1.0"
 _SEQ = itertools.count()  # per-process capture number, tags the clock-sync rendezvous
 
 
@@ -76,12 +75,13 @@ def _yield_to_explicit() -> None:
 
 @functools.lru_cache(maxsize=1)
 def _echo_version() -> str:
-    try:
-        from importlib.metadata import version
+    """The installed distribution's version (the one source is setup.cfg)."""
+    from importlib.metadata import PackageNotFoundError, version
 
+    try:
         return version("echo-sim")
-    except Exception:  # noqa: BLE001 - not installed: the source tree's version
-        return ECHO_VERSION
+    except PackageNotFoundError:  # a source tree that was never installed
+        return "0+unknown"
 
 
 class Capture:
@@ -349,7 +349,7 @@ class Capture:
 
     def _make_comm(self) -> Any:
         try:
-            from echo_trace.comm import CommTracer  # type: ignore[import-not-found]
+            from echo_trace.comm import CommTracer
         except ImportError:
             return None
         return CommTracer(self.rec)

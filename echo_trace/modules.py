@@ -459,7 +459,7 @@ class ModuleTracer:
                 return
             top = stack.pop()
             if top.__class__ is _Call:
-                info = top.info  # type: ignore[union-attr]
+                info = top.info
             else:
                 info = top  # type: ignore[assignment]
             if info.ref() is not mod:  # inner calls raised: unwind to this module's entry
@@ -470,7 +470,7 @@ class ModuleTracer:
                 while stack:
                     top = stack.pop()
                     if top is found or (top.__class__ is _Call
-                                        and top.info is found):  # type: ignore[union-attr]
+                                        and top.info is found):
                         break
                 else:
                     return
@@ -480,7 +480,7 @@ class ModuleTracer:
                     self.timer.close_range()
                 return  # not traced
             t1 = self.timer.now()
-            call: _Call = top  # type: ignore[assignment]
+            call: _Call = top
             if output is None:
                 return
             out_node: Any = None

@@ -37,7 +37,7 @@ def trainer_training_meta(args: Any) -> dict[str, Any]:
         data_parallel_size=int(getattr(args, "world_size", 1) or 1))
 
 
-class EchoTraceCallback(TrainerCallback):  # type: ignore[misc]
+class EchoTraceCallback(TrainerCallback):
     """Capture optimizer steps ``start_step .. end_step-1`` of ``Trainer.train()``.
 
     ``capture_kwargs`` go to :func:`echo_trace.capture` (``gzip``, ``depth``, ``overwrite``...).

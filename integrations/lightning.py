@@ -44,7 +44,7 @@ def batch_size_of(batch: Any) -> int | None:
     return None
 
 
-class EchoTraceCallback(pl.Callback):  # type: ignore[misc]
+class EchoTraceCallback(pl.Callback):
     """Capture optimizer steps ``start_step .. end_step-1`` of ``Trainer.fit()``."""
 
     def __init__(self, out_dir: str | os.PathLike[str] = "traces", start_step: int = 2,

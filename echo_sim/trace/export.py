@@ -35,6 +35,7 @@ from echo_sim.trace.outfiles import (
     check_output_path,
     os_reason,
 )
+from echo_trace import contract
 
 __all__ = ["RUN_PID_STRIDE", "Track", "chrome_events", "make_dir", "side_by_side", "step_dags",
            "write_chrome", "write_echo_dirs"]
@@ -45,10 +46,10 @@ FORMAT = "echo-trace/1"
 class Track(enum.IntEnum):
     """Thread ids (``tid``) of the trace contract; lanes count up from COMM and SPILL."""
 
-    COMPUTE = 0
-    STEPS = 1
+    COMPUTE = contract.COMPUTE_TID
+    STEPS = contract.STEP_TID
     SPILL = 10  # compute slices that partially overlap an earlier one (never in echo_trace)
-    COMM = 100  # communication lane k is COMM + k
+    COMM = contract.COMM_TID_BASE  # communication lane k is COMM + k
 
 
 TID_COMPUTE, TID_STEPS, TID_SPILL, TID_COMM = (int(t) for t in Track)
@@ -352,8 +353,9 @@ def step_dags(trace: Trace, step: int, ranks: Iterable[int]) -> dict[int, nx.DiG
         if ru in want and ru == int(ev.rank[v]):
             graphs[ru].add_edge(nid(u), nid(v))
     for rank, r in last_update.items():  # rule 5: the sink after the last UPDATE
-        graphs[rank].add_node("NEXT_STEP", cat="STEP", dur_us=0.0, step=int(step))
-        graphs[rank].add_edge(nid(r), "NEXT_STEP")
+        graphs[rank].add_node(contract.NEXT_STEP, cat=contract.SINK_CAT, dur_us=0.0,
+                              step=int(step))
+        graphs[rank].add_edge(nid(r), contract.NEXT_STEP)
     return graphs
 
 
