@@ -58,12 +58,15 @@ def last_complete_step(events: Iterable[dict[str, Any]]) -> int | None:
 
 def leaf_compute(compute: list[tuple[float, int, dict[str, Any]]],
                  ) -> list[tuple[float, int, dict[str, Any]]]:
-    """Rule 1's leaves: ``(ts, index, event)`` sorted by start, containers dropped."""
+    """Rule 1's leaves: ``(ts, index, event)`` sorted by start, containers dropped (an
+    event is a container when an event of positive duration starts inside it)."""
     order = sorted(compute, key=lambda x: (x[0], -float(x[2].get("dur", 0.0)), x[1]))
-    keep = []
-    for k, (ts, i, e) in enumerate(order):
+    # a zero-length event (the backward of a view, say) is an instant: it makes no parent
+    keep = [x for x in order if float(x[2].get("dur", 0.0)) <= 0.0]
+    timed = [x for x in order if float(x[2].get("dur", 0.0)) > 0.0]
+    for k, (ts, i, e) in enumerate(timed):
         end = ts + float(e.get("dur", 0.0))
-        if k + 1 < len(order) and order[k + 1][0] < end - CONTAIN_TOL_US:
+        if k + 1 < len(timed) and timed[k + 1][0] < end - CONTAIN_TOL_US:
             continue  # the next event starts inside this one: a parent
         keep.append((ts, i, e))
     keep.sort(key=lambda x: (x[0], x[1]))

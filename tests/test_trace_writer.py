@@ -158,3 +158,15 @@ def test_write_rank_dir_json_and_gzip(tmp_path):
         assert len(json.load(f)["traceEvents"]) > len(STEP0)
     assert sorted(os.listdir(tmp_path / "0_1")) == ["meta.json", "trace.json.gz"]
     assert json.loads(paths["meta"].read_text())["trace_file"] == "trace.json.gz"
+
+
+def test_zero_length_event_inside_another_makes_no_parent() -> None:
+    # seen on a CNN: the backward of Flatten (a view) is recorded as an instant inside
+    # BW.pool2's span; both stay leaves, on the writer's side and on echo_sim's
+    from echo_trace.dag import leaf_compute
+
+    evs = [{"name": "BW.fc", "ts": 0.0, "dur": 96.0}, {"name": "BW.pool2", "ts": 96.0, "dur": 280.0},
+           {"name": "BW.flatten", "ts": 107.0, "dur": 0.0}, {"name": "BW.relu2", "ts": 376.0, "dur": 200.0},
+           {"name": "BW.seq", "ts": 376.0, "dur": 300.0}, {"name": "BW.conv", "ts": 576.0, "dur": 90.0}]
+    kept = [e["name"] for _, _, e in leaf_compute([(e["ts"], i, e) for i, e in enumerate(evs)])]
+    assert kept == ["BW.fc", "BW.pool2", "BW.flatten", "BW.relu2", "BW.conv"]

@@ -167,9 +167,14 @@ def _leaves(trace: Trace, rows: np.ndarray) -> np.ndarray:
     if bool(np.any((rk[1:] == rk[:-1]) & (ts[1:] <= ts[:-1]))):
         rows = rows[np.lexsort((-ev.dur_us[rows], ts, rk))]
     ts, end, rk = ev.ts_us[rows], ev.ts_us[rows] + ev.dur_us[rows], ev.rank[rows]
+    # A zero-length event (the backward of a view, say) is an instant: it makes no parent,
+    # so containment is decided among the timed events only (as echo_trace.dag does).
+    timed = np.flatnonzero(end > ts)
+    tts, tend, trk = ts[timed], end[timed], rk[timed]
     container = np.zeros(rows.shape[0], dtype=bool)
     # In (ts, -dur) order a parent is immediately followed by its first child.
-    container[:-1] = (rk[1:] == rk[:-1]) & (ts[1:] < end[:-1] - time_tolerance_us(trace))
+    container[timed[:-1]] = (trk[1:] == trk[:-1]) & (tts[1:] < tend[:-1]
+                                                     - time_tolerance_us(trace))
     return rows[~container].astype(np.int64)
 
 
