@@ -30,5 +30,10 @@ python -m echo_sim critical "$OUT/traces" -o "$OUT/critical.json"
 python -m echo_sim replay "$OUT/traces"
 python -m echo_sim replay "$OUT/traces" --scale 'Comm.*=0.5' -o "$OUT/replay.json"
 
-# 4. predict the same model on 8 data-parallel H100s
+# 4. predict the job at 4 processes on the hardware it ran on, then re-timed for 8 H100s
+python -m echo_sim simulate "$OUT/traces" --dp 4
 python -m echo_sim simulate "$OUT/traces" --dp 8 --cluster dgx-h100
+
+# 5. search the layouts of 8 H100s for this model, and write the winner as a config
+python -m echo_sim search "$OUT/traces" --gpus 8 --gpus-per-node 8 --cluster dgx-h100 \
+  --global-batch 64 --top 5 --output "$OUT/best.json"
