@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from echo_sim.errors import ConfigError, ProfileError
+from echo_sim.errors import ConfigError, ProfileError, TraceFormatError, TraceNotFoundError
 
 __all__ = [
     "PROFILE_FORMAT",
@@ -175,17 +175,25 @@ def _need(obj: dict[str, Any], key: str, kind: type | tuple[type, ...], where: s
     return v
 
 
+#: Largest profile read (bytes): real ones are a few hundred KiB.
+MAX_PROFILE_BYTES = 64 << 20
+
+
 def load_comm_profile(path: str | os.PathLike[str]) -> CommProfile:
     """Read a profile written by :func:`save_comm_profile`.
 
     Raises :class:`ProfileError` (one line, naming the file) when it is missing, not JSON,
     of another format, or has inconsistent sizes/times.
     """
+    from echo_sim.load.files import read_regular_file
+
     p = Path(path)
-    try:
-        raw = json.loads(p.read_text())
-    except FileNotFoundError:
+    try:  # a regular file of bounded size: never /dev/zero read until memory runs out
+        raw = json.loads(read_regular_file(p, max_bytes=MAX_PROFILE_BYTES))
+    except TraceNotFoundError:
         raise ProfileError(f"{p}: no such communication profile") from None
+    except TraceFormatError as e:
+        raise ProfileError(f"{p}: not a communication profile ({e})") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ProfileError(f"{p}: not a JSON communication profile ({e})") from None
     if not isinstance(raw, dict) or raw.get("format") != PROFILE_FORMAT:

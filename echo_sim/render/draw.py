@@ -16,6 +16,7 @@ import networkx as nx
 import numpy as np
 
 from echo_sim.errors import ConfigError
+from echo_sim.render import require_matplotlib
 from echo_sim.textsafe import safe_text
 
 __all__ = ["LABEL_CHARS", "MAX_LABELS", "MAX_NODES", "MAX_PIXELS", "MIN_DPI", "check_image_type",
@@ -143,6 +144,7 @@ def draw_graph(g: nx.DiGraph, path: str | Path, *, title: str = "",
     characters, rotated) go on every node up to ``max_labels`` nodes, else on the
     ``max_labels`` longest; the figure grows with the layout (:func:`figure_geometry`).
     """
+    require_matplotlib("drawing a graph image")
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     from matplotlib.patches import Patch

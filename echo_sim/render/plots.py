@@ -13,6 +13,7 @@ from pathlib import Path
 from echo_sim.analysis.collect import Collected
 from echo_sim.analysis.statistic import Statistics
 from echo_sim.errors import EchoError
+from echo_sim.render import require_matplotlib
 
 __all__ = ["BREAKDOWN_PARTS", "PLOT_TYPES", "plot_step_breakdown", "step_breakdown"]
 
@@ -41,6 +42,7 @@ def step_breakdown(stats: Statistics, coll: Collected) -> dict[int, dict[str, fl
 def plot_step_breakdown(breakdown: dict[int, dict[str, float]], path: str | Path, *,
                         title: str = "Step time breakdown") -> Path:
     """Stacked bars (one per rank, ms per step) into ``path`` (.png, .svg, .pdf)."""
+    require_matplotlib("the step-breakdown plot")
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
