@@ -54,7 +54,7 @@ from echo_sim.cost.memory_model import (
 from echo_sim.errors import ConfigError
 from echo_sim.search.space import ParallelLayout, SearchSpace
 from echo_sim.sim.stage_memory import ChunkMemory, chunk_memory, stage_memory
-from echo_sim.workload.pipeline import split_units
+from echo_sim.workload.build import unit_stages
 from echo_sim.workload.tensor_parallel import tp_param_bytes
 
 __all__ = ["MemoryFloor", "OpProbe", "StageBound", "memory_floor_bytes", "probe_ops"]
@@ -160,27 +160,13 @@ class OpProbe:
         return got
 
     def _split(self, P: int, V: int) -> StageBound:
-        # make_plan's cut: units in forward order, forward + backward time per unit
+        # make_plan's own cut (the same function)
         wl = self.workload
         t = self.time_us
         fw_all = wl.fw_ops
-        units: list[str] = []
-        unit_time: dict[str, float] = {}
-        unit_block: dict[str, bool] = {}
         fw_of = {o.module: o for o in fw_all}
-        for o in fw_all:
-            if o.unit not in unit_time:
-                units.append(o.unit)
-                unit_time[o.unit] = 0.0
-                unit_block[o.unit] = o.block >= 0
-            unit_time[o.unit] += float(t[o.index])
-        for o in wl.bw_ops:
-            f = fw_of.get(o.module)
-            unit_time[f.unit if f else units[-1]] += float(t[o.index])
         nvs = P * V
-        cut = split_units(units, [unit_time[u] for u in units], [unit_block[u] for u in units],
-                          nvs) if nvs > 1 else [0] * len(units)
-        vs_of_unit = dict(zip(units, cut, strict=True))
+        vs_of_unit = unit_stages(fw_all, wl.bw_ops, t, nvs)
         f_v = [0.0] * nvs
         b_v = [0.0] * nvs
         c_v = [0.0] * nvs  # TP all-reduces, both phases

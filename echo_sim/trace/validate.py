@@ -160,23 +160,10 @@ def common_steps(step_sets: Mapping[int, Iterable[int]], source: str = "") -> li
         groups = []
         for s in distinct:
             ranks = sorted(r for r, v in sets.items() if v == s)
-            groups.append(f"ranks {_ranges(ranks)} have steps {_ranges(sorted(s)) or 'none'}")
+            groups.append(f"ranks {ranges(ranks)} have steps {ranges(sorted(s)) or 'none'}")
         where = f"{source}: " if source else ""
         raise TraceMismatchError(f"{where}ranks captured different steps: {'; '.join(groups)}")
     return sorted(distinct[0])
-
-
-def _ranges(values: Sequence[int]) -> str:
-    """``[0,1,2,5]`` -> ``"0-2,5"``."""
-    parts: list[str] = []
-    i = 0
-    while i < len(values):
-        j = i
-        while j + 1 < len(values) and values[j + 1] == values[j] + 1:
-            j += 1
-        parts.append(str(values[i]) if i == j else f"{values[i]}-{values[j]}")
-        i = j + 1
-    return ",".join(parts)
 
 
 def check_steps(trace: Trace) -> list[Violation]:
@@ -217,7 +204,7 @@ def check_ranks(trace: Trace) -> list[Violation]:
         out.append(Violation("ranks", "warning", f"world size {world} but ranks "
                              f"{','.join(gaps)}{more} are missing"))
     if extra:
-        out.append(Violation("ranks", "warning", f"ranks {_ranges(extra)} >= world size {world}"))
+        out.append(Violation("ranks", "warning", f"ranks {ranges(extra)} >= world size {world}"))
     return out
 
 
@@ -270,7 +257,7 @@ def check_collective_matching(trace: Trace) -> list[Violation]:
         if lacking:
             row = first_row[(g, s)]
             items.append((f"{trace.name_of(row)} (group {list(trace.groups[g])}, seq {s}) "
-                          f"is missing on ranks {_ranges(lacking)}", None, row))
+                          f"is missing on ranks {ranges(lacking)}", None, row))
     for (src, dst, s), kinds in p2p.items():
         if {src, dst} <= present and (kinds.count(send) != kinds.count(recv)):
             items.append((f"send/recv {src}->{dst} seq {s} has no matching "

@@ -49,7 +49,7 @@ from echo_sim.workload.tensor_parallel import (
 )
 
 __all__ = ["RECOMPUTE_MODES", "Built", "CommPricer", "Layout", "Plan", "StagePlan",
-           "build_graph", "make_plan", "recompute_mode"]
+           "build_graph", "make_plan", "recompute_mode", "unit_stages"]
 
 RECOMPUTE_MODES: tuple[str, ...] = ("none", "selective", "full")
 
@@ -130,6 +130,30 @@ class Plan:
     recompute: str = "none"
 
 
+def unit_stages(fw_all: Sequence[Op], bw_all: Sequence[Op], time_us: np.ndarray,
+                stages: int, *, how: str = "time") -> dict[str, int]:
+    """Virtual stage of every unit: units in forward order, each weighted by the forward and
+    backward time of its ops (a backward op without its forward module counts to the last
+    unit), cut by :func:`~echo_sim.workload.pipeline.split_units`. ``make_plan`` and
+    ``search``'s bounds both split with this, so they always agree."""
+    units: list[str] = []
+    unit_time: dict[str, float] = {}
+    unit_block: dict[str, bool] = {}
+    fw_of = {o.module: o for o in fw_all}
+    for o in fw_all:
+        if o.unit not in unit_time:
+            units.append(o.unit)
+            unit_time[o.unit] = 0.0
+            unit_block[o.unit] = o.block >= 0
+        unit_time[o.unit] += float(time_us[o.index])
+    for o in bw_all:
+        f = fw_of.get(o.module)
+        unit_time[f.unit if f else units[-1]] += float(time_us[o.index])
+    cut = split_units(units, [unit_time[u] for u in units], [unit_block[u] for u in units],
+                      stages, how=how) if stages > 1 else [0] * len(units)
+    return dict(zip(units, cut, strict=True))
+
+
 def make_plan(workload: Workload, layout: Layout, base_time_us: np.ndarray, *,
               mb_scale: float = 1.0, fsdp: bool = False, fsdp_overlap: bool = True,
               recompute: bool | str = False, dp_mode: str = "ddp",
@@ -167,23 +191,9 @@ def make_plan(workload: Workload, layout: Layout, base_time_us: np.ndarray, *,
             if o.fw >= 0 and (mode == "full" or by_index[o.fw].kind == "Attention"):
                 t[o.index] += t[o.fw]
     # (1) pipeline split over units in forward order
-    units: list[str] = []
-    unit_time: dict[str, float] = {}
-    unit_block: dict[str, bool] = {}
     fw_of = {o.module: o for o in fw_all}
-    for o in fw_all:
-        if o.unit not in unit_time:
-            units.append(o.unit)
-            unit_time[o.unit] = 0.0
-            unit_block[o.unit] = o.block >= 0
-        unit_time[o.unit] += float(t[o.index])
-    for o in bw_all:
-        f = fw_of.get(o.module)
-        unit_time[f.unit if f else units[-1]] += float(t[o.index])
     nvs = layout.pp * layout.virtual
-    cut = split_units(units, [unit_time[u] for u in units], [unit_block[u] for u in units],
-                      nvs, how=stage_split) if nvs > 1 else [0] * len(units)
-    stage_of_unit = dict(zip(units, cut, strict=True))
+    stage_of_unit = unit_stages(fw_all, bw_all, t, nvs, how=stage_split)
 
     def vs_of(o: Op) -> int:
         f = fw_of.get(o.module) if o.phase == "B" else o
