@@ -8,23 +8,13 @@ import json
 import openpyxl
 import pytest
 
-from echo_sim import cli
 from echo_sim.commands.dpro import translate_dpro_argv
-from echo_sim.trace.export import write_echo_dirs
-from tests.test_statistic import two_rank_trace
+from tests.cli_util import run, write_two_rank_trace
 
 
 @pytest.fixture
 def trace_dir(tmp_path):
-    d = tmp_path / "run"
-    write_echo_dirs(two_rank_trace(), d)
-    return d
-
-
-def run(capsys, *argv):
-    code = cli.main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
+    return write_two_rank_trace(tmp_path)
 
 
 def test_translation_table():
