@@ -335,122 +335,147 @@ def build_graph(plan: Plan, layout: Layout, comm: Any, *,
     ``comm``: a :class:`~echo_sim.cost.collectives.CommModel` (or anything with its ``time_us``
     and ``links``); ``link_contention``: collectives also hold the shared links
     ``comm.links(group)`` (exclusive, so flows on one link serialise).
-    """
-    g = TaskGraph()
-    L = layout
-    P, V, m = L.pp, L.virtual, L.micro_batches
-    nvs = P * V
-    task, edge = g.task, g.edge
-    sim = L.simulated()
-    sim_set = {L.rank(d, t, s) for d, t, s in sim}
-    prepared = [{ph: _prepare(sp, ph, plan.time_us) for ph in ("F", "B")} for sp in plan.stages]
-    acts = {s: stage_actions(L.schedule, P, m, s, V) for s in range(P)}
-    res_cache: dict[tuple[int, str], int] = {}
 
-    def res(r: int, ch: str) -> int:
-        k = (r, ch)
-        i = res_cache.get(k)
+    Steps, in the order they run: prepare each virtual stage's ops and hooks per phase; then
+    for every simulated rank its program (:meth:`_Emitter.rank_program`: the pre-step host
+    time, the schedule's forward/backward actions with their collectives and pipeline
+    transfers, the optimizer update, the post-step time); collectives and transfers shared
+    by several simulated ranks are emitted once (:meth:`_Emitter.collective`,
+    :meth:`_Emitter.p2p`).
+    """
+    em = _Emitter(plan, layout, comm, link_contention=link_contention)
+    for d, t, s in em.sim:
+        em.rank_program(d, t, s)
+    return em.built()
+
+
+class _Emitter:
+    """The task graph of one iteration while it is emitted (see :func:`build_graph`)."""
+
+    def __init__(self, plan: Plan, layout: Layout, comm: Any, *,
+                 link_contention: bool) -> None:
+        self.g = TaskGraph()
+        self.plan, self.L, self.comm = plan, layout, comm
+        self.link_contention = link_contention
+        P, V = layout.pp, layout.virtual
+        self.nvs = P * V
+        self.sim = layout.simulated()
+        self.sim_set = {layout.rank(d, t, s) for d, t, s in self.sim}
+        self.prepared = [{ph: _prepare(sp, ph, plan.time_us) for ph in ("F", "B")}
+                         for sp in plan.stages]
+        self.acts = {s: stage_actions(layout.schedule, P, layout.micro_batches, s, V)
+                     for s in range(P)}
+        self._res: dict[tuple[int, str], int] = {}
+        self._groups: dict[tuple[str, int, int], tuple[int, ...]] = {}
+        self.pending: dict[tuple[Any, ...], int] = {}
+        self.comm_info: dict[int, tuple[str, str, int, tuple[int, ...]]] = {}
+        self.compute_tasks: dict[int, list[int]] = {}
+        self.comm_tasks: dict[int, list[int]] = {r: [] for r in self.sim_set}
+        self.last_bw: dict[int, int] = {}
+        self.stage_of: dict[int, int] = {}
+
+    def res(self, r: int, ch: str) -> int:
+        """Resource ``rank<r>/<ch>`` (compute, a comm channel, p2p), made once."""
+        i = self._res.get((r, ch))
         if i is None:
-            i = res_cache[k] = g.resource(f"rank{r}/{ch}")
+            i = self._res[(r, ch)] = self.g.resource(f"rank{r}/{ch}")
         return i
 
-    groups: dict[tuple[str, int, int], tuple[int, ...]] = {}
-
-    def group(kind: str, d: int, t: int, s: int) -> tuple[int, ...]:
+    def group(self, kind: str, d: int, t: int, s: int) -> tuple[int, ...]:
+        """Ranks of the ``tp`` group (fixed d, s) or the data-parallel group (fixed t, s)."""
+        L = self.L
         key = (kind, d if kind == "tp" else t, s)
-        grp = groups.get(key)
+        grp = self._groups.get(key)
         if grp is None:
-            if kind == "tp":
-                grp = tuple(L.rank(d, x, s) for x in range(L.tp))
-            else:
-                grp = tuple(L.rank(x, t, s) for x in range(L.dp))
-            groups[key] = grp
+            grp = self._groups[key] = (tuple(L.rank(d, x, s) for x in range(L.tp))
+                                       if kind == "tp" else
+                                       tuple(L.rank(x, t, s) for x in range(L.dp)))
         return grp
 
-    pending: dict[tuple[Any, ...], int] = {}
-    comm_info: dict[int, tuple[str, str, int, tuple[int, ...]]] = {}
-    compute_tasks: dict[int, list[int]] = {}
-    comm_tasks: dict[int, list[int]] = {r: [] for r in sim_set}
-    last_bw: dict[int, int] = {}
-    stage_of: dict[int, int] = {}
-
-    def p2p(vs_from: int, vs_to: int, mb: int, d: int, t: int) -> int:
+    def p2p(self, vs_from: int, vs_to: int, mb: int, d: int, t: int) -> int:
+        """The pipeline transfer of micro-batch ``mb`` between two virtual stages."""
         key = ("p2p", vs_from, vs_to, mb, d, t)
-        tk = pending.get(key)
+        tk = self.pending.get(key)
         if tk is None:
+            L, P = self.L, self.L.pp
             src, dst = L.rank(d, t, vs_from % P), L.rank(d, t, vs_to % P)
-            nbytes = plan.stages[min(vs_from, vs_to)].p2p_bytes
-            members = [x for x in (src, dst) if x in sim_set]
-            rs = tuple(dict.fromkeys(res(x, "p2p") for x in members))
-            dur = comm.time_us("send", nbytes, [src, dst]) if src != dst else 0.0
-            tk = pending[key] = task(dur, rs, label=("p2p", src, dst, mb))
-            comm_info[tk] = ("pp.fw" if vs_to > vs_from else "pp.bw", "send", nbytes,
-                             (src, dst))
+            nbytes = self.plan.stages[min(vs_from, vs_to)].p2p_bytes
+            members = [x for x in (src, dst) if x in self.sim_set]
+            rs = tuple(dict.fromkeys(self.res(x, "p2p") for x in members))
+            dur = self.comm.time_us("send", nbytes, [src, dst]) if src != dst else 0.0
+            tk = self.pending[key] = self.g.task(dur, rs, label=("p2p", src, dst, mb))
+            self.comm_info[tk] = ("pp.fw" if vs_to > vs_from else "pp.bw", "send", nbytes,
+                                  (src, dst))
             for x in members:
-                comm_tasks[x].append(tk)
+                self.comm_tasks[x].append(tk)
         return tk
 
-    def make(ctx: _RankCtx, hooks: list[CommHook], hi: int, issuer: int, vs: int, phase: str,
-             mb: int, created: dict[int, int]) -> int:
+    def collective(self, ctx: _RankCtx, hooks: list[CommHook], hi: int, issuer: int, vs: int,
+                   phase: str, mb: int, created: dict[int, int]) -> int:
+        """Hook ``hi``'s collective, issued after task ``issuer``, with its ordering edges."""
+        g, plan = self.g, self.plan
         h = hooks[hi]
-        grp = group(h.group, ctx.d, ctx.t, ctx.s)
+        grp = self.group(h.group, ctx.d, ctx.t, ctx.s)
         key = (vs, phase, hi, mb, grp[0])
-        ct = pending.get(key)
+        ct = self.pending.get(key)
         if ct is None:
-            members = [x for x in grp if x in sim_set]
+            members = [x for x in grp if x in self.sim_set]
+            zero3 = plan.fsdp_impl != "fsdp2" and h.name.startswith("fsdp.")
             # deepspeed-2021: every ZeRO-3 collective goes through the one per-GPU fetch path
-            ch = "comm_ag" if (plan.fsdp_impl != "fsdp2" and h.name.startswith("fsdp.")) \
-                else h.channel
-            rs = [res(x, ch) for x in members]
-            if link_contention:
-                rs += [g.resource(name) for name in comm.links(list(grp))]
-            dur = comm.time_us(h.collective, h.nbytes, list(grp))
-            if plan.fsdp_impl != "fsdp2" and h.name.startswith("fsdp."):
+            ch = "comm_ag" if zero3 else h.channel
+            rs = [self.res(x, ch) for x in members]
+            if self.link_contention:
+                rs += [g.resource(name) for name in self.comm.links(list(grp))]
+            dur = self.comm.time_us(h.collective, h.nbytes, list(grp))
+            if zero3:
                 passes = 2 if (h.name.startswith("fsdp.ag.bw.") and
                                plan.recompute == "full") else 1
                 dur = max(dur, passes * fetch_us(h.nbytes, len(grp), plan.fsdp_impl))
-            ct = pending[key] = task(dur, tuple(rs), label=("comm", vs, hi, mb))
-            comm_info[ct] = (h.name, h.collective, h.nbytes, grp)
+            ct = self.pending[key] = g.task(dur, tuple(rs), label=("comm", vs, hi, mb))
+            self.comm_info[ct] = (h.name, h.collective, h.nbytes, grp)
             for x in members:
-                comm_tasks[x].append(ct)
-        edge(issuer, ct)
+                self.comm_tasks[x].append(ct)
+        g.edge(issuer, ct)
         if h.after >= 0 and h.after in created:
-            edge(created[h.after], ct)
+            g.edge(created[h.after], ct)
         if h.chain:
             last = ctx.chan_last.get(h.channel)
             if last is not None:
-                edge(last, ct)
+                g.edge(last, ct)
             ctx.chan_last[h.channel] = ct
         if h.wait == -1:
             ctx.update_waits.append(ct)
         created[hi] = ct
         return ct
 
-    for d, t, s in sim:
+    def rank_program(self, d: int, t: int, s: int) -> None:
+        """Rank (d, t, s)'s iteration on its compute stream, in program order."""
+        g, L, plan = self.g, self.L, self.plan
+        task, edge = g.task, g.edge
+        P, m, nvs = L.pp, L.micro_batches, self.nvs
         r = L.rank(d, t, s)
-        stage_of[r] = s
-        comp = res(r, "compute")
+        self.stage_of[r] = s
+        comp = self.res(r, "compute")
         ctasks: list[int] = []
-        compute_tasks[r] = ctasks
+        self.compute_tasks[r] = ctasks
         prev = task(plan.pre_us, (comp,), label=("pre", r))
         ctasks.append(prev)
         ctx = _RankCtx(d, t, s)
-        for phase, c, mb in acts[s]:
+        for phase, c, mb in self.acts[s]:
             vs = c * P + s
-            prep = prepared[vs][phase]
+            prep = self.prepared[vs][phase]
             hooks = prep.hooks
             created: dict[int, int] = {}
-
             for hi in prep.at_start:
                 if _active(hooks[hi], mb, m):
-                    blk = make(ctx, hooks, hi, prev, vs, phase, mb, created)
+                    blk = self.collective(ctx, hooks, hi, prev, vs, phase, mb, created)
                     if hooks[hi].wait == -2:
                         prev = blk
             entry = -1
             if phase == "F" and vs > 0:
-                entry = p2p(vs - 1, vs, mb, d, t)
+                entry = self.p2p(vs - 1, vs, mb, d, t)
             elif phase == "B" and vs < nvs - 1:
-                entry = p2p(vs + 1, vs, mb, d, t)
+                entry = self.p2p(vs + 1, vs, mb, d, t)
             for oi, dur in prep.ops:
                 tk = task(dur, (comp,), label=("op", r, oi, mb))
                 ctasks.append(tk)
@@ -465,15 +490,15 @@ def build_graph(plan: Plan, layout: Layout, comm: Any, *,
                 prev = tk
                 for hi in prep.after.get(oi, ()):
                     if _active(hooks[hi], mb, m):
-                        ct = make(ctx, hooks, hi, tk, vs, phase, mb, created)
+                        ct = self.collective(ctx, hooks, hi, tk, vs, phase, mb, created)
                         if hooks[hi].wait == -2:
                             prev = ct
             if phase == "B":
-                last_bw[r] = prev
+                self.last_bw[r] = prev
             if phase == "F" and vs < nvs - 1:
-                edge(prev, p2p(vs, vs + 1, mb, d, t))
+                edge(prev, self.p2p(vs, vs + 1, mb, d, t))
             elif phase == "B" and vs > 0:
-                edge(prev, p2p(vs, vs - 1, mb, d, t))
+                edge(prev, self.p2p(vs, vs - 1, mb, d, t))
         upd = task(plan.update_us[s], (comp,), label=("update", r))
         ctasks.append(upd)
         edge(prev, upd)
@@ -482,6 +507,9 @@ def build_graph(plan: Plan, layout: Layout, comm: Any, *,
         post = task(plan.post_us, (comp,), label=("post", r))
         ctasks.append(post)
         edge(upd, post)
-    return Built(graph=g, layout=L, plan=plan, ranks=sorted(compute_tasks), stage_of=stage_of,
-                 compute_tasks=compute_tasks, comm_tasks=comm_tasks, last_bw=last_bw,
-                 comm_info=comm_info)
+
+    def built(self) -> Built:
+        return Built(graph=self.g, layout=self.L, plan=self.plan,
+                     ranks=sorted(self.compute_tasks), stage_of=self.stage_of,
+                     compute_tasks=self.compute_tasks, comm_tasks=self.comm_tasks,
+                     last_bw=self.last_bw, comm_info=self.comm_info)
