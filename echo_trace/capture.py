@@ -26,13 +26,11 @@ done. One line per process says where the trace went and how many events it hold
 from __future__ import annotations
 
 import atexit
-import functools
 import itertools
 import logging
 import os
 import platform
 import signal
-import socket
 import sys
 import threading
 from pathlib import Path
@@ -42,6 +40,7 @@ from typing import Any
 from echo_trace.clock import ClockMap, CpuTimer, sync_clock
 from echo_trace.config import DEFAULT_MAX_EVENTS, CaptureConfig
 from echo_trace.memory import DEFAULT_INTERVAL_MS
+from echo_trace.meta import build_meta, echo_version
 from echo_trace.ranks import RankInfo, detect_ranks
 from echo_trace.recorder import STEP_TID, Recorder
 from echo_trace.writer import YIELD_EVERY, dir_is_nonempty, refuse_reason, write_rank_dir
@@ -71,17 +70,6 @@ def _yield_to_explicit() -> None:
             log.warning("echo_trace: explicit capture started while TRACE_ON capture is "
                         "recording; the automatic one stops now")
         cap.stop()
-
-
-@functools.lru_cache(maxsize=1)
-def _echo_version() -> str:
-    """The installed distribution's version (the one source is setup.cfg)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("echo-sim")
-    except PackageNotFoundError:  # a source tree that was never installed
-        return "0+unknown"
 
 
 class Capture:
@@ -286,7 +274,7 @@ class Capture:
 
         rec = self.rec
         self._window = True
-        _echo_version()  # cached now: meta() runs on the step that closes the window
+        echo_version()  # cached now: meta() runs on the step that closes the window
         self._refine_ranks()
         assert self._clock is not None
         try:  # every rank joins, even one whose capture is off, so peers never wait
@@ -452,63 +440,11 @@ class Capture:
     def _meta_now(self) -> dict[str, Any]:
         """meta.json but ``partial_steps`` (O(1) in the number of events: this runs on the
         step that closes the window)."""
-        import torch
-
-        r = self.ranks
-        backend = None
-        try:
-            import torch.distributed as dist
-
-            if dist.is_available() and dist.is_initialized():
-                backend = str(dist.get_backend())
-        except Exception:  # noqa: BLE001 - metadata is best effort
-            backend = None
-        params = self._modules.param_table() if self._modules is not None else []
-        clock = self._clock
-        meta: dict[str, Any] = {
-            "echo_version": _echo_version(), "torch_version": torch.__version__,
-            "rank": r.rank, "local_rank": r.local_rank, "node_rank": r.node_rank,
-            "world_size": r.world_size, "local_world_size": r.local_world_size,
-            "rank_source": r.source, "backend": backend, "device": self._device,
-            "device_name": self._device_name, "host": socket.gethostname(), "pid": os.getpid(),
-            "steps": list(self._steps), "partial_steps": [],
-            "step_source": self._step_source,
-            "start_step": self.config.start_step, "end_step": self.config.end_step,
-            "clock_offset_us": 0.0 if clock is None else clock.offset_us,
-            "clock_sync": "none" if clock is None else clock.sync_method,
-            "base_time_ns": 0 if clock is None else clock.trace_base_ns,
-            "timer": self._timer_name,
-            "micro_batch_size": self._modules.micro_batch_size if self._modules else None,
-            **self._batch_meta(),
-            "params": params, "param_bytes": sum(p["bytes"] for p in params),
-            "buckets": [],
-            "dropped_events": self.rec.dropped, "max_events": self.rec.max_events,
-            "disabled_reason": self.rec.disabled_reason,
-            "memory_interval_ms": self.config.memory_interval_ms,
-            "depth": self.config.depth,
-        }
-        if self._comm is not None:
-            try:
-                meta.update(self._comm.meta())
-            except Exception as e:  # noqa: BLE001
-                self.rec.fail("comm meta", e)
-        return meta
-
-    def _batch_meta(self) -> dict[str, Any]:
-        """``micro_batch`` and where it came from: ``user`` (config), ``detected`` (dim 0
-        of the root module's first tensor input), else ``assumed`` (1); ``tokens`` when
-        that input is token ids."""
-        detected = self._modules.micro_batch_size if self._modules is not None else None
-        tokens = self._modules.tokens if self._modules is not None else None
-        if self.config.micro_batch is not None:
-            mb, src = self.config.micro_batch, "user"
-            if detected and tokens:
-                tokens = tokens // detected * mb
-        elif detected is not None:
-            mb, src = detected, "detected"
-        else:
-            mb, src = 1, "assumed"
-        return {"micro_batch": mb, "micro_batch_source": src, "tokens": tokens}
+        return build_meta(config=self.config, ranks=self.ranks, clock=self._clock,
+                          modules=self._modules, rec=self.rec, comm=self._comm,
+                          device=self._device, device_name=self._device_name,
+                          steps=self._steps, step_source=self._step_source,
+                          timer=self._timer_name)
 
     def _write(self) -> None:
         """Hand the buffer and the metadata to a writer thread (see the module doc)."""
