@@ -11,6 +11,7 @@ import pytest
 from echo_sim.trace.export import write_echo_dirs
 from echo_sim.trace.outfiles import OutputError, OutputProblem, atomic_output, atomic_write
 from tests.cli_util import run, write_two_rank_trace
+from tests.marks import not_root
 from tests.test_statistic import two_rank_trace
 
 
@@ -130,9 +131,8 @@ def test_full_disk_is_one_line_and_leaves_nothing(trace_dir, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.json", "run"]
 
 
+@not_root
 def test_read_only_directory(capsys, trace_dir, tmp_path):
-    if os.geteuid() == 0:
-        pytest.skip("root writes into read-only directories")
     ro = tmp_path / "ro"
     ro.mkdir()
     ro.chmod(0o500)

@@ -22,6 +22,7 @@ from echo_sim.measure.profile_comm import (
     parse_size,
     parse_sizes,
 )
+from tests.marks import without_cuda
 
 
 def _opts(*argv: str):
@@ -52,11 +53,8 @@ def test_spec_validation(kw, needle: str) -> None:
         ProfileSpec(**kw)
 
 
+@without_cuda
 def test_nccl_without_cuda_is_config_error() -> None:
-    import torch
-
-    if torch.cuda.is_available():
-        pytest.skip("this machine has CUDA")
     with pytest.raises(ConfigError, match="needs CUDA"):
         measure_comm_profile(ProfileSpec(backend="nccl"))
 

@@ -10,6 +10,7 @@ import pytest
 
 from echo_trace.memory import DEFAULT_INTERVAL_MS, MemorySampler, _StatmRss, nvml_index
 from echo_trace.recorder import Recorder
+from tests.marks import needs_cuda, without_cuda
 
 
 def _rec() -> Recorder:
@@ -81,15 +82,13 @@ def test_nvml_index_mapping() -> None:
     assert nvml_index(5, "0,1") == 5  # beyond the list: as is
 
 
+@without_cuda
 def test_allocator_peaks_fall_back_to_samples_once(caplog) -> None:
     """With the real torch.cuda API but no usable allocator (a CPU build), the per-step
     peaks say they were sampled, with one warning, and capture stays on."""
     import logging
 
-    import torch
 
-    if torch.cuda.is_available():
-        pytest.skip("a usable CUDA allocator: covered by the gpu test")
     caplog.set_level(logging.WARNING, logger="echo_trace")
     rec = _rec()
     s = MemorySampler(rec, interval_ms=0, cuda_device=0)
@@ -104,13 +103,12 @@ def test_allocator_peaks_fall_back_to_samples_once(caplog) -> None:
 
 
 @pytest.mark.gpu
+@needs_cuda
 def test_cuda_step_peak_is_the_allocator_peak() -> None:
     """A transient 256 MiB tensor freed before any sample: the sampler never sees it, the
     allocator's peak (reset at each step boundary) does, and the next step starts afresh."""
     import torch
 
-    if not torch.cuda.is_available():
-        pytest.skip("needs CUDA")
     rec = _rec()
     s = MemorySampler(rec, interval_ms=0, cuda_device=torch.cuda.current_device())
     s.take_peaks()  # step boundary

@@ -31,6 +31,7 @@ from echo_trace.clock import ClockMap
 from echo_trace.config import CaptureConfig
 from echo_trace.writer import dumps_json, write_rank_dir
 from tests.harness import base_env
+from tests.marks import needs_root
 
 capture_mod = importlib.import_module("echo_trace.capture")  # echo_trace.capture: the function
 
@@ -292,7 +293,7 @@ def test_planted_symlinks_are_never_followed(tmp_path):
     _complete_rank_dir(d)
 
 
-def test_rank_dir_that_is_a_symlink_or_foreign_is_refused(tmp_path, caplog):
+def test_rank_dir_that_is_a_symlink_is_refused(tmp_path, caplog):
     caplog.set_level(logging.WARNING, logger="echo_trace")
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -302,8 +303,11 @@ def test_rank_dir_that_is_a_symlink_or_foreign_is_refused(tmp_path, caplog):
     _train(cap)
     assert not cap.enabled and list(elsewhere.iterdir()) == []
     assert any("is a symbolic link" in r.getMessage() for r in caplog.records)
-    if os.geteuid() != 0:
-        pytest.skip("chown to another user needs root")
+
+
+@needs_root
+def test_rank_dir_owned_by_another_user_is_refused(tmp_path, caplog):
+    caplog.set_level(logging.WARNING, logger="echo_trace")
     foreign = tmp_path / "u" / "0_0"
     foreign.mkdir(parents=True)
     os.chown(foreign, 65534, 65534)
