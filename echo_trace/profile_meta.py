@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from echo_trace.writer import write_atomic
+from echo_trace.writer import dumps_json, write_atomic
 
-__all__ = ["annotate_meta", "comm_summary", "training_meta"]
+__all__ = ["annotate_meta", "annotate_written", "comm_summary", "training_meta"]
 
 log = logging.getLogger("echo_trace")
 
@@ -87,8 +88,28 @@ def annotate_meta(rank_dir: str | Path | None, training: dict[str, Any],
         if training.get("global_batch_size") is not None:
             meta["global_batch_size"] = training["global_batch_size"]
         meta.update(top)
-        write_atomic(path, json.dumps(meta, indent=1).encode())
+        write_atomic(path, dumps_json(meta, indent=1))
         return True
     except (OSError, ValueError, TypeError) as e:
         log.warning("echo_trace: could not add training facts to %s (%s)", path, e)
         return False
+
+
+def annotate_written(cap: Any, read_training: Callable[[], dict[str, Any]], *,
+                     collectives: bool = False) -> bool:
+    """Add the framework's ``training`` facts to ``cap``'s meta.json once it is written.
+
+    Returns True when done with it (annotated, or the facts could not be read: one warning,
+    never raised into training), False while the trace is not written yet (call again).
+    ``collectives``: also record per-collective counts and bytes from the trace.
+    """
+    if cap is None or cap.written is None or cap.rank_dir is None:
+        return False
+    try:
+        training = read_training()
+    except Exception as e:  # noqa: BLE001 - metadata must never stop training
+        log.warning("echo_trace: could not read the training configuration (%s)", e)
+        return True
+    if collectives:
+        training["collectives"] = comm_summary(cap.rank_dir)
+    return annotate_meta(cap.rank_dir, training)

@@ -19,18 +19,16 @@ Install: ``pip install 'echo-sim[deepspeed]'``.
 
 from __future__ import annotations
 
-import logging
 import os
 import socket
 from types import TracebackType
 from typing import Any
 
 import echo_trace
-from echo_trace.profile_meta import annotate_meta, comm_summary, training_meta
+from echo_trace.profile_meta import annotate_written, training_meta
 
 __all__ = ["DeepSpeedTrace", "deepspeed_training_meta", "initialize_engine", "trace_engine"]
 
-log = logging.getLogger("echo_trace")
 
 
 def deepspeed_training_meta(engine: Any) -> dict[str, Any]:
@@ -84,18 +82,9 @@ class DeepSpeedTrace:
         self._annotate()
 
     def _annotate(self) -> None:
-        cap = self.cap
-        if self._annotated or cap.written is None or cap.rank_dir is None:
-            return
-        try:
-            training = deepspeed_training_meta(self.engine)
-        except Exception as e:  # noqa: BLE001 - metadata must never stop training
-            log.warning("echo_trace: could not read the training configuration (%s)", e)
-            self._annotated = True
-            return
-        training["collectives"] = comm_summary(cap.rank_dir)
-        self._annotated = annotate_meta(cap.rank_dir, training)
-
+        if not self._annotated:
+            self._annotated = annotate_written(
+                self.cap, lambda: deepspeed_training_meta(self.engine), collectives=True)
 
 def trace_engine(engine: Any, out_dir: str | os.PathLike[str] = "traces", start_step: int = 2,
                  end_step: int | None = 5, **capture_kwargs: Any) -> DeepSpeedTrace:

@@ -22,7 +22,7 @@ from typing import Any
 from transformers import TrainerCallback
 
 import echo_trace
-from echo_trace.profile_meta import annotate_meta, training_meta
+from echo_trace.profile_meta import annotate_written, training_meta
 
 __all__ = ["EchoTraceCallback", "trainer_training_meta"]
 
@@ -76,7 +76,6 @@ class EchoTraceCallback(TrainerCallback):
         self._annotate()
 
     def _annotate(self) -> None:
-        cap = self.cap
-        if self._annotated or cap is None or cap.written is None or not self._training:
-            return
-        self._annotated = annotate_meta(cap.rank_dir, self._training)
+        training = self._training
+        if not self._annotated and training:
+            self._annotated = annotate_written(self.cap, lambda: training)

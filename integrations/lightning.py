@@ -14,12 +14,11 @@ to ``training_step``), ``gradient_accumulation_steps`` (``trainer.accumulate_gra
 
 from __future__ import annotations
 
-import logging
 import os
 from typing import Any
 
 import echo_trace
-from echo_trace.profile_meta import annotate_meta, training_meta
+from echo_trace.profile_meta import annotate_written, training_meta
 
 try:
     import lightning.pytorch as pl
@@ -28,7 +27,6 @@ except ImportError:
 
 __all__ = ["EchoTraceCallback", "batch_size_of"]
 
-log = logging.getLogger("echo_trace")
 
 
 def batch_size_of(batch: Any) -> int | None:
@@ -89,16 +87,10 @@ class EchoTraceCallback(pl.Callback):
         self._annotate()
 
     def _annotate(self) -> None:
-        cap, trainer = self.cap, self._trainer
-        if self._annotated or cap is None or cap.written is None or trainer is None:
+        trainer = self._trainer
+        if self._annotated or trainer is None:
             return
-        try:
-            training = training_meta(
-                framework="lightning", micro_batch_size=self.micro_batch_size,
-                gradient_accumulation_steps=int(trainer.accumulate_grad_batches),
-                data_parallel_size=int(trainer.world_size))
-        except Exception as e:  # noqa: BLE001 - metadata must never stop training
-            log.warning("echo_trace: could not read the Lightning trainer (%s)", e)
-            self._annotated = True
-            return
-        self._annotated = annotate_meta(cap.rank_dir, training)
+        self._annotated = annotate_written(self.cap, lambda: training_meta(
+            framework="lightning", micro_batch_size=self.micro_batch_size,
+            gradient_accumulation_steps=int(trainer.accumulate_grad_batches),
+            data_parallel_size=int(trainer.world_size)))

@@ -23,18 +23,16 @@ test drives. Install: ``pip install --no-deps megatron-core`` (``echo-sim[megatr
 
 from __future__ import annotations
 
-import logging
 import os
 from types import TracebackType
 from typing import Any
 
 import echo_trace
-from echo_trace.profile_meta import annotate_meta, comm_summary, training_meta
+from echo_trace.profile_meta import annotate_written, training_meta
 from echo_trace.profile_models import ModelBundle, ProfileError
 
 __all__ = ["MegatronTrace", "build_gpt", "megatron_trace", "megatron_training_meta"]
 
-log = logging.getLogger("echo_trace")
 
 
 def megatron_training_meta() -> dict[str, Any]:
@@ -89,18 +87,9 @@ class MegatronTrace:
         self._annotate()
 
     def _annotate(self) -> None:
-        cap = self.cap
-        if self._annotated or cap.written is None or cap.rank_dir is None:
-            return
-        try:
-            training = megatron_training_meta()
-        except Exception as e:  # noqa: BLE001 - metadata must never stop training
-            log.warning("echo_trace: could not read the training configuration (%s)", e)
-            self._annotated = True
-            return
-        training["collectives"] = comm_summary(cap.rank_dir)
-        self._annotated = annotate_meta(cap.rank_dir, training)
-
+        if not self._annotated:
+            self._annotated = annotate_written(self.cap, megatron_training_meta,
+                                               collectives=True)
 
 def megatron_trace(out_dir: str | os.PathLike[str] = "traces", model: Any = None,
                    start_step: int = 2, end_step: int | None = 5,
