@@ -25,7 +25,6 @@ import argparse
 import gzip
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -34,6 +33,10 @@ from typing import Any
 import orjson
 
 REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:  # `python benchmarks/kineto_scale.py` from anywhere
+    sys.path.insert(0, str(REPO))
+from benchmarks.child import run_child  # noqa: E402
+
 RESULTS = REPO / "benchmarks" / "results" / "kineto_scale.json"
 TARGET_LOAD_S = 15.0
 
@@ -137,12 +140,7 @@ def measure(tool: str, path: Path, hta_path: str = "") -> dict[str, Any]:
     """Load ``path`` with echo_sim (``tool="echo"``) or HTA in a fresh process (HTA loads
     every trace in ``path``'s directory: give it a directory of one file)."""
     py_path = os.pathsep.join(p for p in (str(REPO), hta_path) if p)
-    env = {**os.environ, "PYTHONPATH": py_path, "OMP_NUM_THREADS": "1"}
-    r = subprocess.run([sys.executable, "-c", _CHILD, tool, str(path)], capture_output=True,
-                       text=True, env=env, timeout=900)
-    if r.returncode != 0:
-        return {"error": (r.stderr.strip().splitlines() or ["failed"])[-1]}
-    return dict(json.loads(r.stdout.strip().splitlines()[-1]))
+    return run_child(_CHILD, tool, str(path), pythonpath=py_path, timeout_s=900)
 
 
 def main(argv: list[str] | None = None) -> int:

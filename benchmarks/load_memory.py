@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -28,6 +27,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from benchmarks.child import run_child  # noqa: E402
 from benchmarks.gen_trace import generate  # noqa: E402
 
 __all__ = ["main", "measure"]
@@ -60,12 +60,7 @@ print(json.dumps(out))
 
 def measure(root: Path) -> dict[str, Any]:
     """Load + statistic of ``root`` in a fresh process."""
-    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
-    r = subprocess.run([sys.executable, "-c", _CHILD, str(root)], capture_output=True,
-                       text=True, env=env, timeout=1200)
-    if r.returncode != 0:
-        return {"error": (r.stderr.strip().splitlines() or ["failed"])[-1]}
-    return dict(json.loads(r.stdout.strip().splitlines()[-1]))
+    return run_child(_CHILD, str(root), pythonpath=str(REPO), timeout_s=1200)
 
 
 def main(argv: list[str] | None = None) -> int:
