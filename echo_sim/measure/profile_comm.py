@@ -32,6 +32,7 @@ barrier) and ``compute`` (all ranks running it at once, the median over ranks an
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import socket
@@ -263,6 +264,12 @@ def _worker(rank: int, nproc: int, store_path: str, backend: str, spec: ProfileS
         dist.barrier()
     finally:
         dist.destroy_process_group()
+    # Skip interpreter teardown: module-level caches (DeviceMesh's, FSDP's) still hold the
+    # per-rank gloo groups, and destroying them there can abort the process ("terminate
+    # called without an active exception") after the result is already written.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 class _Busy:
@@ -390,8 +397,14 @@ def measure_comm_profile(spec: ProfileSpec | None = None) -> CommProfile:
                     raise ProfileError(f"profile-comm: processes still running after "
                                        f"{spec.timeout_s:g} s (--timeout); killed")
         except ProcessException as e:
-            raise ProfileError(f"profile-comm: a {backend} process failed: "
-                               f"{_one_line(str(e))}") from None
+            if not os.path.exists(result_path):
+                raise ProfileError(f"profile-comm: a {backend} process failed: "
+                                   f"{_one_line(str(e))}") from None
+            # rank 0 writes the result only after every rank's samples are gathered: a
+            # process that died afterwards (in gloo's teardown) lost nothing
+            logging.getLogger("echo_sim").warning(
+                "profile-comm: a %s process failed after the measurement was complete "
+                "(%s); keeping the result", backend, _one_line(str(e)))
         finally:
             for p in ctx.processes:
                 if p.is_alive():
