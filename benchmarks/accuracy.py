@@ -5,8 +5,12 @@ For every case (a parallel layout × an example model size) and every repetition
 1. trace a 1-process run of the same model and micro-batch (``examples/train.py --layout
    single --capture``), shared by all layouts of that model size in the repetition;
 2. profile the gloo collectives at the start of every repetition (``profile-comm --nproc
-   2``, 1 KB..16 MB) in busy mode (5 ms of compute on every rank before each timed collective; also measures the compute
-   slowdown of ranks sharing the host's cores);
+   2``, 1 KB..16 MB, 15 timed runs per size) with its host microbenchmarks (compute
+   contention, rank skew, collective/compute overlap, DTensor and FSDP2 host costs), in
+   idle mode by default (a barrier before each timed collective: the transfer alone, the
+   lowest-noise figure; skew and overlap are then modelled from the microbenchmarks);
+   ``--profile-busy-us 5000`` restores busy mode (that much compute on every rank before
+   each timed collective, so the collective's time holds the wait after compute);
 3. predict with :func:`echo_sim.sim.simulate.simulate` (``--dp/--tp/--pp``, no cluster: the
    traced hardware, i.e. one CPU gloo host with ``nproc`` ranks; the measured profile with
    its host calibration; the optimizer implementation the job uses) — iteration time and
@@ -90,7 +94,6 @@ WORKLOAD_MODULE = {"convattn": "benchmarks.workloads.convattn"}  # others: examp
 # Busy-mode comm profile (echo_sim.measure.profile_comm): 5 ms of compute on every rank before each
 # timed collective, as the ranks of a training step arrive from compute; it also measures
 # the compute slowdown of 2 ranks sharing this host's cores.
-PROFILE_BUSY_US = 5000.0
 PP_MICRO_BATCHES = 4  # 1F1B over 4 micro-batches per step, so the schedule has a steady state
 
 
@@ -299,7 +302,8 @@ def _err_pct(pred: float, meas: float) -> float:
 
 
 def run_benchmark(cases: tuple[Case, ...], *, reps: int, steps: int, warmup: int, root: Path,
-                  diagnose: bool, profile_sizes: str = "1KB..16MB", profile_iters: int = 7,
+                  diagnose: bool, profile_sizes: str = "1KB..16MB", profile_iters: int = 15,
+                  profile_busy_us: float = 0.0,
                   comm_profile: Path | None = None, plain_single: bool = True,
                   timeout: float = 300, cluster: str | None = None,
                   log: Any = sys.stderr) -> dict[str, Any]:
@@ -318,7 +322,7 @@ def run_benchmark(cases: tuple[Case, ...], *, reps: int, steps: int, warmup: int
                            group_sizes=tuple(n for n in nprocs if n != max(nprocs)),
                            ops=("all_reduce", "all_gather", "reduce_scatter", "broadcast",
                                 "send"), iters=profile_iters, warmup=2, progress=False,
-                           busy_us=PROFILE_BUSY_US)
+                           busy_us=profile_busy_us)
         path.parent.mkdir(parents=True, exist_ok=True)
         save_comm_profile(measure_comm_profile(spec), path, overwrite=True)
         print(f"comm profile {path}: {time.perf_counter() - t0:.1f} s", file=log)
@@ -403,8 +407,14 @@ def run_benchmark(cases: tuple[Case, ...], *, reps: int, steps: int, warmup: int
                 print(f"rep {rep} {case.name}: measured {meas / 1e3:.2f} ms, predicted "
                       f"{pred['iteration_time_us'] / 1e3:.2f} ms ({row['error_pct']:+.1f}%), "
                       f"memory {row['mem_error_pct']:+.1f}%", file=log)
-    return _summarise(cases, raw, singles, loads, steps=steps, warmup=warmup, reps=reps,
-                      cluster=cluster)
+    doc = _summarise(cases, raw, singles, loads, steps=steps, warmup=warmup, reps=reps,
+                     cluster=cluster)
+    doc["method"]["comm_profile"] = (
+        str(comm_profile) if comm_profile is not None else
+        (f"busy mode, {profile_busy_us:g} us of compute before each timed collective"
+         if profile_busy_us > 0 else "idle mode, a barrier before each timed collective")
+        + f", {profile_iters} timed runs per size")
+    return doc
 
 
 def repredict(doc: dict[str, Any], root: Path, cluster: str | None = None) -> dict[str, Any]:
@@ -571,6 +581,9 @@ def _parser() -> argparse.ArgumentParser:
                    help=f"result JSON (default {RESULTS.relative_to(REPO)})")
     p.add_argument("--comm-profile", default="", metavar="FILE",
                    help="use this profile instead of measuring one per repetition")
+    p.add_argument("--profile-busy-us", type=float, default=0.0, metavar="US",
+                   help="busy-mode profile: US of compute on every rank before each timed "
+                        "collective (default 0: idle mode, a barrier before each)")
     p.add_argument("--profile-sizes", default="1KB..16MB",
                    help="message sizes of the per-repetition profile (default 1KB..16MB)")
     p.add_argument("--no-plain-single", action="store_true",
@@ -622,6 +635,7 @@ def main(argv: list[str] | None = None) -> int:
         root = Path(a.keep) if a.keep else Path(tmp)
         doc = run_benchmark(cases, reps=a.reps, steps=a.steps, warmup=a.warmup, root=root,
                             diagnose=a.diagnose, profile_sizes=a.profile_sizes,
+                            profile_busy_us=a.profile_busy_us,
                             comm_profile=Path(a.comm_profile) if a.comm_profile else None,
                             plain_single=not a.no_plain_single, timeout=a.timeout,
                             cluster=a.cluster)

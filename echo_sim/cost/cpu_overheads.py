@@ -33,7 +33,21 @@ contention factor like every other op.
   clock; ``kappa`` = slope of the medians, ``t(W) = t0 + kappa · W`` (least squares through
   the three medians, ``kappa >= 0``). A busy-mode collective measured ``t_busy(S)`` after
   ``W_busy`` of work then costs, after ``W`` of compute in the job,
-  ``max(t_busy(S) - kappa · W_busy, 0) + kappa · W``.
+  ``max(t_busy(S) - kappa · W_busy, 0) + kappa · W``; an idle-mode profile (a barrier
+  before each timed collective) has ``W_busy = 0``.
+* :func:`comm_overlap` — a collective and the compute running at once on a shared host
+  (DDP's bucket all-reduces during backward, FSDP2's prefetched gathers): gloo's
+  communication thread competes with the compute threads for the cores, so both progress
+  slower than alone. Processor sharing (Kleinrock 1967, "Time-shared systems: a theoretical
+  analysis", JACM 14(2)): while the other runs, a task progresses at rate ``1/s``. Measured
+  per all-reduce size ``S`` from a collective of alone-time ``d`` issued right before work
+  of alone-time ``w`` that together took ``t`` (collective) and ``W`` (work):
+  ``s_comm = t / d`` if the collective ended inside the work, else ``W / (d - (t - W))``
+  (it ran alone after the work); ``s_work = W / w`` if the collective outlasted the work,
+  else ``t / (w - (W - t))``. Both are medians of per-round values, clamped to ``[1, 64]``
+  and ``[1, (threads + 1) / threads]`` (the compute at worst shares each of its cores with
+  one communication thread), and taken as 1 when every rank's threads plus its
+  communication thread fit the free cores. Between measured sizes, linear in ``log S``.
 * :func:`fsdp_unit` — per FSDP2 unit (``fully_shard``) and pass: the host time of its hooks
   (pre-forward all-gather copy-in / copy-out, DTensor parameter swaps, post-backward
   reduce-scatter copy-in, Zhao et al. 2023 §3 / ``torch/distributed/fsdp/_fully_shard``):
@@ -43,14 +57,19 @@ contention factor like every other op.
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from echo_sim.cost.comm_profile import CommProfile
 
 __all__ = [
     "Calibrated",
+    "CommOverlap",
+    "comm_overlap",
     "FsdpUnitCost",
     "contention",
     "fair_share_bound",
@@ -229,12 +248,16 @@ def skew(profile: CommProfile | None) -> Skew | None:
     tm = sum(t for _, t in pts) / len(pts)
     den = sum((w - wm) ** 2 for w, _ in pts)
     kappa = max(sum((w - wm) * (t - tm) for w, t in pts) / den, 0.0) if den > 0 else 0.0
-    w_busy = statistics.median(busy)
+    # busy mode (``profile-comm --busy-us``) times each collective right after the work, so
+    # its times hold the profile's own skew; an idle-mode profile's (barrier first) do not
+    busy_mode = any(op == "compute" for op, _ in profile.samples) if profile else False
+    w_busy = statistics.median(busy) if busy_mode else 0.0
     return Skew(kappa=kappa, w_busy_us=w_busy, samples=len(sync), note=(
         f"rank skew: a synchronisation waits {kappa * 1e3:.1f} us per ms of compute before "
-        f"it (4 KiB all-reduce after 0 / 1 / 2 x {w_busy:.0f} us of work: "
-        + ", ".join(f"{t:.0f}" for _, t in pts) + " us); busy-mode collectives less "
-        f"{kappa * w_busy:.0f} us, plus the wait after the job's own compute"))
+        f"it (4 KiB all-reduce after 0 / 1 / 2 runs of work: "
+        + ", ".join(f"{t:.0f}" for _, t in pts) + " us); "
+        + (f"busy-mode collectives less {kappa * w_busy:.0f} us, plus" if busy_mode else
+           "idle-mode collectives plus") + " the wait after the job's own compute"))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -300,3 +323,84 @@ def fsdp_copy_us(unit_bytes: float, dp: int, copy_bytes_per_us: float) -> tuple[
         return 0.0, 0.0
     ag = unit_bytes * (1 + 1 / dp)
     return ag / copy_bytes_per_us, 2 * ag / copy_bytes_per_us
+
+
+@dataclass(frozen=True, kw_only=True)
+class CommOverlap:
+    """Slowdowns of a collective and of the compute while both run (see module), per
+    measured all-reduce size (bytes, ascending)."""
+
+    sizes: tuple[float, ...]
+    comm_stretch: tuple[float, ...]
+    work_stretch: tuple[float, ...]
+    samples: int
+    note: str
+
+    def _at(self, ys: tuple[float, ...], nbytes: float) -> float:
+        xs = [math.log(max(x, 1.0)) for x in self.sizes]
+        return float(np.interp(math.log(max(nbytes, 1.0)), xs, ys))
+
+    def comm(self, nbytes: float) -> float:
+        """The collective's slowdown ``s_comm`` at ``nbytes``."""
+        return self._at(self.comm_stretch, nbytes)
+
+    def work(self, nbytes: float) -> float:
+        """The compute's slowdown ``s_work`` while an ``nbytes`` collective is in flight."""
+        return self._at(self.work_stretch, nbytes)
+
+
+_MAX_COMM_STRETCH = 64.0
+
+
+def _stretches(d: float, w: float, t: float, big_w: float) -> tuple[float, float]:
+    """(s_comm, s_work) of one round (module docstring), unclamped."""
+    if t <= big_w:  # the collective ended inside the work
+        s_c = t / d
+        s_w = t / max(w - (big_w - t), 1e-9)
+    else:  # the work ended first; the collective then ran alone
+        s_c = big_w / max(d - (t - big_w), 1e-9)
+        s_w = big_w / w
+    return s_c, s_w
+
+
+def comm_overlap(profile: CommProfile | None, ranks_per_host: int) -> CommOverlap | None:
+    """Collective / compute slowdowns while they overlap (module docstring), or None
+    without overlap samples (profiles before them) or for another rank count."""
+    if profile is None or ranks_per_host < 2:
+        return None
+    keys = ("overlap_bytes", "overlap_comm_alone_us", "overlap_work_alone_us",
+            "overlap_comm_busy_us", "overlap_work_busy_us")
+    got = _get(profile, *keys)
+    if got is None or (profile.world_size and profile.world_size != ranks_per_host):
+        return None
+    threads = profile.threads_per_rank or 1
+    free = max(profile.cpu_count - profile.load_avg, 0.0)
+    fits = bool(profile.cpu_count) and ranks_per_host * (threads + 1) <= free
+    by: dict[float, list[tuple[float, float]]] = {}
+    for nb, d, w, t, big_w in zip(*got, strict=True):
+        if d > 0 and w > 0:
+            by.setdefault(nb, []).append(_stretches(d, w, t, big_w))
+    if not by:
+        return None
+    sizes = tuple(sorted(by))
+    cap_w = (threads + 1) / threads
+    s_c = tuple(1.0 if fits else min(max(statistics.median(c for c, _ in by[x]), 1.0),
+                                     _MAX_COMM_STRETCH) for x in sizes)
+    s_w = tuple(1.0 if fits else min(max(statistics.median(v for _, v in by[x]), 1.0), cap_w)
+                for x in sizes)
+    n = sum(len(v) for v in by.values())
+    pts = ", ".join(f"{_size(x)} x{c:.2g}/x{w:.2g}" for x, c, w in zip(sizes, s_c, s_w,
+                                                                        strict=True))
+    how = ("not applied: every rank's threads and its communication thread fit the "
+           f"{free:.1f} free of {profile.cpu_count} cores" if fits else
+           f"median of {n} rounds")
+    return CommOverlap(sizes=sizes, comm_stretch=s_c, work_stretch=s_w, samples=n, note=(
+        f"comm/compute overlap on a shared host: all-reduce / compute slowdown while both "
+        f"run {pts} ({how})"))
+
+
+def _size(nbytes: float) -> str:
+    for unit, k in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if nbytes >= k:
+            return f"{nbytes / k:g} {unit}"
+    return f"{nbytes:g} B"

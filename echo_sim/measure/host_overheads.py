@@ -25,6 +25,13 @@ spread:
 * ``sync_work_us`` / ``sync_us``: a 4 KiB all-reduce (slowest rank's clock) right after 0,
   1 or 2 runs of the contention work on every rank, against that rank's work time — how
   the wait at a synchronisation grows with the compute before it;
+* ``overlap_bytes`` / ``overlap_comm_alone_us`` / ``overlap_comm_busy_us`` /
+  ``overlap_work_alone_us`` / ``overlap_work_busy_us``: an all-reduce of
+  :data:`OVERLAP_BYTES` alone, and issued asynchronously right before the contention work
+  on every rank (its completion time stamped by a callback on its future, as DDP's bucket
+  all-reduces run while backward computes), against the work alone and the work with the
+  all-reduce in flight — how much a collective and the compute slow each other when they
+  share the cores (one value per round and size, this rank's clock);
 * ``copy_bytes_per_us``: memcpy bandwidth of a 4 MiB ``copy_`` (FSDP2's copy-in / copy-out
   move the bytes of every gathered unit on the compute thread).
 
@@ -37,10 +44,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["FSDP_UNITS", "OPTIM_PARAMS", "measure_host_overheads"]
+__all__ = ["FSDP_UNITS", "OPTIM_PARAMS", "OVERLAP_BYTES", "measure_host_overheads"]
 
 OPTIM_PARAMS = 4  # parameters in the optimizer microbenchmark
 FSDP_UNITS = 2  # fully_shard units in the FSDP2 microbenchmark
+OVERLAP_BYTES = (64 << 10, 1 << 20, 8 << 20)  # all-reduce sizes of the overlap rounds
 _SAMPLES = 15  # samples per quantity: each short (< ~1 ms), so that some escape preemption
 _HIDDEN = 32  # small shapes: the overheads measured here are per call, not per byte
 _TOKENS = 64
@@ -94,6 +102,42 @@ def _sync_wait(rounds: int, work: Callable[[], Any]) -> dict[str, list[float]]:
             dist.all_reduce(took, op=dist.ReduceOp.MAX)  # a run ends with its slowest rank
             out["sync_work_us"].append((t1 - t0) * 1e6)
             out["sync_us"].append(float(took[0]))
+    return out
+
+
+def _overlap(rounds: int, work: Callable[[], Any]) -> dict[str, list[float]]:
+    """An all-reduce alone, the work alone, then both at once (module docstring)."""
+    import torch
+    import torch.distributed as dist
+
+    keys = ("overlap_bytes", "overlap_comm_alone_us", "overlap_comm_busy_us",
+            "overlap_work_alone_us", "overlap_work_busy_us")
+    out: dict[str, list[float]] = {k: [] for k in keys}
+    for nbytes in OVERLAP_BYTES:
+        x = torch.ones(nbytes // 4)
+        dist.all_reduce(x)  # warm the connection for this size
+
+        def reduce(x: Any = x) -> None:
+            dist.all_reduce(x)
+
+        for _ in range(rounds):
+            dist.barrier()
+            comm_alone = _time_us(reduce)
+            dist.barrier()
+            work_alone = _time_us(work)
+            dist.barrier()
+            done: list[float] = []
+            t0 = time.perf_counter()
+            handle = dist.all_reduce(x, async_op=True)
+            stamped = handle.get_future().then(
+                lambda _, done=done: done.append(time.perf_counter()))
+            work()
+            t1 = time.perf_counter()
+            handle.wait()
+            stamped.wait()
+            for k, v in zip(keys, (nbytes, comm_alone, (done[0] - t0) * 1e6, work_alone,
+                                   (t1 - t0) * 1e6), strict=True):
+                out[k].append(float(v))
     return out
 
 
@@ -218,6 +262,7 @@ def measure_host_overheads(rank: int, nproc: int, work: Callable[[], Any], *,
     alone, busy = _contention(rank, rounds, work)
     out: dict[str, list[float]] = {"contention_alone_us": alone, "contention_busy_us": busy}
     out.update(_sync_wait(rounds, work))
+    out.update(_overlap(rounds, work))
     # one-rank meshes: each rank measures on its own, at the same time as the others (so
     # the host is as shared as in the job); groups are created collectively
     solo = [dist.new_group([r]) for r in range(nproc)]

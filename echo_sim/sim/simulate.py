@@ -27,7 +27,7 @@ import numpy as np
 
 from echo_sim.cost.batch_model import make_batch_model
 from echo_sim.cost.compute_scaling import compute_scaling, resolve_device
-from echo_sim.cost.cpu_overheads import Skew, contention, skew
+from echo_sim.cost.cpu_overheads import Skew, comm_overlap, contention, skew
 from echo_sim.cost.memory_model import (
     MemoryEstimate,
     activation_bytes,
@@ -38,6 +38,7 @@ from echo_sim.cost.memory_model import (
 from echo_sim.errors import ConfigError
 from echo_sim.sim.engine import Schedule, run
 from echo_sim.sim.host_costs import apply_host_costs
+from echo_sim.sim.overlap import stretch_overlaps
 from echo_sim.sim.stage_memory import chunk_memory, stage_memory
 from echo_sim.sim.target import (
     BatchChoice,
@@ -349,6 +350,16 @@ def simulate(trace: Trace | Workload, config: SimConfig, *, comm: Any = None,
         notes.models.append(f"{sk.note} ({w:.0f} us here)")
         notes.calibration["rank_skew_us_per_us"] = {"value": sk.kappa, "spread_pct": 0.0,
                                                     "samples": sk.samples}
+    ov = comm_overlap(host, min(cluster.gpus_per_node, cluster.world_size)) \
+        if config.world > 1 and config.compute_factor is None else None
+    transfer = (_SkewedComm(comm, sk, 0.0) if sk is not None else comm).time_us
+    if ov is not None and stretch_overlaps(
+            built, sched, ov, lambda op, nb, grp: float(transfer(op, nb, list(grp)))):
+        # step 6c: collectives and compute that overlap slow each other on a shared host
+        sched = run(built.graph)
+        notes.models.append(ov.note)
+        notes.calibration["comm_overlap"] = {
+            "value": max(ov.comm_stretch), "spread_pct": 0.0, "samples": ov.samples}
     notes.models.append(_layout_description(config, is_cpu, m))
     iteration = sched.makespan_us
     mem, mem_models = _memory(config, workload, plan, layout, mb_scale, is_cpu, cluster)
