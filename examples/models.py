@@ -90,6 +90,17 @@ class CausalSelfAttention(nn.Module):
         self.head_dim = cfg.head_dim
         self.qkv = nn.Linear(cfg.hidden, 3 * cfg.hidden)
         self.proj = nn.Linear(cfg.hidden, cfg.hidden)
+        # selective recomputation (Korthikanti et al. 2022, §4.2): the attention core's
+        # scores and probabilities are dropped after forward and rebuilt in backward
+        self.recompute_core = False
+
+    def core(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        """softmax(mask(q·kᵀ / sqrt(d))) · v over ``(b, heads, t, head_dim)`` tensors."""
+        t = q.shape[-2]
+        scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.head_dim))
+        mask = torch.ones(t, t, dtype=torch.bool, device=q.device).triu(1)
+        scores = scores.masked_fill(mask, float("-inf"))
+        return scores.softmax(dim=-1) @ v
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         b, t, _ = x.shape
@@ -97,10 +108,12 @@ class CausalSelfAttention(nn.Module):
         local_heads = qkv.shape[-1] // (3 * self.head_dim)
         qkv = qkv.view(b, t, local_heads, 3, self.head_dim).permute(3, 0, 2, 1, 4)
         q, k, v = qkv[0], qkv[1], qkv[2]  # each (b, heads, t, head_dim)
-        scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.head_dim))
-        mask = torch.ones(t, t, dtype=torch.bool, device=x.device).triu(1)
-        scores = scores.masked_fill(mask, float("-inf"))
-        y = scores.softmax(dim=-1) @ v  # (b, heads, t, head_dim)
+        if self.recompute_core:
+            from torch.utils.checkpoint import checkpoint
+
+            y = checkpoint(self.core, q, k, v, use_reentrant=False)
+        else:
+            y = self.core(q, k, v)  # (b, heads, t, head_dim)
         y = y.transpose(1, 2).reshape(b, t, local_heads * self.head_dim)
         return self.proj(y)
 

@@ -18,7 +18,8 @@ Layouts (gloo on CPU, NCCL when CUDA is available), one small function each:
 one ``PipelineStage`` per rank, ``Schedule1F1B`` over micro-batches). Every step ends
 with an AdamW ``optimizer.step()``, which is what echo_trace counts as a step.
 
-``--recompute full`` checkpoints every transformer block; ``--schedule gpipe`` swaps the
+``--recompute full`` checkpoints every transformer block, ``--recompute selective`` every
+attention core (scores and probabilities rebuilt in backward); ``--schedule gpipe`` swaps the
 pipeline schedule. ``--config FILE`` takes its settings from ``echo_sim search --output``.
 
 Without ``--capture`` this is a plain training script: echo_trace is imported only when
@@ -67,7 +68,7 @@ __all__ = [
 
 LAYOUTS = ("single", "ddp", "fsdp", "tp", "pp")
 MODELS = ("gpt", "cnn")
-RECOMPUTE = ("none", "full")
+RECOMPUTE = ("none", "selective", "full")
 PP_SCHEDULES = ("1f1b", "gpipe")
 
 
@@ -128,8 +129,8 @@ class TrainConfig:
             raise ValueError(f"--recompute {self.recompute!r}: choose one of "
                              f"{', '.join(RECOMPUTE)}")
         if self.recompute != "none" and self.model != "gpt":
-            raise ValueError("--recompute full needs --model gpt (it checkpoints each "
-                             "transformer block)")
+            raise ValueError(f"--recompute {self.recompute} needs --model gpt (it "
+                             "checkpoints transformer blocks or their attention cores)")
         if self.schedule not in PP_SCHEDULES:
             raise ValueError(f"--schedule {self.schedule!r}: choose one of "
                              f"{', '.join(PP_SCHEDULES)}")
@@ -163,8 +164,8 @@ _HELP = {
     "micro_batch": "samples per micro-batch (default: GPT 8, CNN 32)",
     "global_batch": "samples per step over all data-parallel ranks (default: one "
                     "micro-batch per rank; pp: one per stage)",
-    "recompute": f"activation recomputation: {', '.join(RECOMPUTE)} (full: checkpoint "
-                 "every transformer block)",
+    "recompute": f"activation recomputation: {', '.join(RECOMPUTE)} (selective: "
+                 "checkpoint every attention core; full: every transformer block)",
     "schedule": f"pipeline schedule for --layout pp: {', '.join(PP_SCHEDULES)}",
     "config": "a layout config from `python -m echo_sim search --output FILE`: its train "
               "settings become the defaults (flags given here still win)",
@@ -297,6 +298,9 @@ def _build_model(cfg: TrainConfig) -> nn.Module:
     model = GPT(cfg.gpt()) if cfg.model == "gpt" else SmallCNN(cfg.cnn())
     if cfg.recompute == "full" and isinstance(model, GPT):
         apply_recompute(model)
+    if cfg.recompute == "selective" and isinstance(model, GPT):
+        for block in model.blocks.values():
+            block.attn.recompute_core = True
     return model
 
 

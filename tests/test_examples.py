@@ -69,6 +69,37 @@ def test_gpt_shapes_and_param_count() -> None:
     assert sum(p.numel() for p in model.parameters()) == expected
 
 
+@pytest.mark.parametrize("mode", ["selective", "full"])
+def test_recomputation_keeps_gradients_and_saves_less(mode: str) -> None:
+    """Selective (attention core) and full (whole block) recomputation give the gradients of
+    plain training while autograd saves fewer bytes for backward."""
+    from examples.train import _build_model
+
+    cfg = TrainConfig(layers=2, hidden=32, heads=4, seq=16, vocab=50, micro_batch=3)
+    x, y = token_batch(cfg.gpt(), 3, seed=0, step=0)
+
+    def run(recompute: str) -> tuple[list[torch.Tensor], int]:
+        model = _build_model(TrainConfig(**{**cfg.__dict__, "recompute": recompute}))
+        saved = [0]
+
+        def pack(t: torch.Tensor) -> torch.Tensor:
+            saved[0] += t.numel() * t.element_size()
+            return t
+
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            loss = torch.nn.functional.cross_entropy(model(x).flatten(0, 1), y.flatten())
+        loss.backward()
+        return [p.grad.clone() for p in model.parameters()], saved[0]  # type: ignore[union-attr]
+
+    plain, plain_bytes = run("none")
+    grads, saved_bytes = run(mode)
+    for a, b in zip(plain, grads, strict=True):
+        torch.testing.assert_close(a, b)
+    assert saved_bytes < plain_bytes
+    if mode == "selective":  # the (b, heads, t, t) scores/probabilities no longer saved
+        assert plain_bytes - saved_bytes >= 2 * 3 * 4 * 16 * 16 * 4 * cfg.layers
+
+
 def test_gpt_rejects_heads_not_dividing_hidden() -> None:
     with pytest.raises(ValueError, match="heads"):
         GPTConfig(hidden=30, heads=4)

@@ -57,18 +57,20 @@ def _brute_force(space: SearchSpace, blocks: int, heads: int) -> set[ParallelLay
         if gb % (dp * mb):
             continue
         m = gb // (dp * mb)
-        for sched, fsdp, rc in itertools.product(("1f1b", "gpipe", "interleaved"),
-                                                 (False, True), ("none", "full")):
+        for sched, fsdp, rc, sp in itertools.product(("1f1b", "gpipe", "interleaved"),
+                                                     (False, True),
+                                                     ("none", "selective", "full"),
+                                                     (False, True)):
             if pp == 1 and (sched != "1f1b" or v != 1):
                 continue
             if sched == "interleaved" and (v < 2 or blocks % (pp * v) or m % pp):
                 continue
             if sched != "interleaved" and v != 1:
                 continue
-            if fsdp and dp < 2:
+            if fsdp and dp < 2 or sp and tp < 2:
                 continue
             out.add(ParallelLayout(dp=dp, tp=tp, pp=pp, vpp=v, micro_batch=mb, fsdp=fsdp,
-                                   recompute=rc, schedule=sched))
+                                   recompute=rc, schedule=sched, sp=sp))
     return out
 
 
@@ -83,14 +85,15 @@ def test_enumeration_matches_the_rules_written_out(gpt: Workload) -> None:
 def test_space_dims_hold_the_rest_at_defaults(gpt: Workload) -> None:
     got, _ = enumerate_layouts(gpt, SearchSpace(gpus=8, global_batch=16, dims=("dp", "tp")))
     assert {(x.dp, x.tp) for x in got} == {(8, 1), (4, 2), (2, 4), (1, 8)}
-    assert {(x.pp, x.vpp, x.micro_batch, x.fsdp, x.recompute, x.schedule) for x in got} == \
-        {(1, 1, 1, False, "none", "1f1b")}
+    assert {(x.pp, x.vpp, x.micro_batch, x.fsdp, x.recompute, x.schedule, x.sp)
+            for x in got} == {(1, 1, 1, False, "none", "1f1b", False)}
 
 
 @pytest.mark.parametrize("kwargs, msg", [
     ({"gpus": 0, "global_batch": 8}, "gpus=0"),
     ({"gpus": 8, "global_batch": 8, "dims": ("dp", "zero")}, "unknown search dimension"),
-    ({"gpus": 8, "global_batch": 8, "recompute": ("selective",)}, "not modelled by simulate"),
+    ({"gpus": 8, "global_batch": 8, "recompute": ("some",)}, "valid: none, selective, full"),
+    ({"gpus": 8, "global_batch": 8, "sequence_parallel": ()}, "sequence_parallel=()"),
     ({"gpus": 8, "global_batch": 8, "schedules": ("zb",)}, "valid: 1f1b, gpipe, interleaved"),
     ({"gpus": 8, "global_batch": 8, "cluster": "tpu"}, "unknown cluster"),
 ])
@@ -118,12 +121,12 @@ def test_bounds_never_exceed_simulate(gpt: Workload, exhaustive: dict[str, objec
     by_layout = {c.layout: c for c in res.candidates}  # type: ignore[attr-defined]
     layouts, _ = enumerate_layouts(gpt, space)
     assert set(by_layout) == set(layouts)
-    probes: dict[tuple[int, int, str], object] = {}
+    probes: dict[tuple[int, int, str, bool], object] = {}
     ratios = []
     for lay in layouts:
         c = by_layout[lay]
         assert memory_floor_bytes(gpt, lay, 32) <= c.peak_memory_bytes * (1 + 1e-9)
-        key = (lay.tp, lay.micro_batch, lay.recompute)
+        key = (lay.tp, lay.micro_batch, lay.recompute, lay.sp)
         p = probes.get(key) or probes.setdefault(key, probe_ops(gpt, lay, space))
         floor = p.time_floor_us(lay, 32)  # type: ignore[attr-defined]
         bound = p.time_bound_us(lay, 32)  # type: ignore[attr-defined]

@@ -134,7 +134,8 @@ COMMAND = Command(
                  "(cost also tries every divisor of --gpus as the world size; default time)"),
         arg("--space", metavar="DIMS", default=None,
             help="comma-separated dimensions to search, the rest held at defaults: "
-                 "dp,tp,pp,vpp,micro-batch,fsdp,recompute,schedule (default: all)"),
+                 "dp,tp,pp,vpp,micro-batch,fsdp,recompute (none/selective/full),sp "
+                 "(sequence parallelism, tp >= 2),schedule (default: all)"),
         arg("--workers", metavar="N|ray", default=None,
             help="local worker processes (default: one per core), or 'ray' to run on a Ray "
                  "cluster (RAY_ADDRESS, else a local instance)"),

@@ -15,7 +15,8 @@ one micro-batch) or ``m`` (GPipe). ``Σ act`` is at least the whole model's acti
 (with recomputation each block keeps its input plus the largest working set: a sum of
 per-stage maxima is at least the global maximum).
 
-**Op probe** (one simulation per tensor-parallel degree × micro-batch × recomputation),
+**Op probe** (one simulation per tensor-parallel degree × micro-batch × recomputation ×
+sequence parallelism),
 :class:`OpProbe`: the layout's tp / micro-batch / recomputation on one pipeline stage and
 one micro-batch. It yields simulate's own time of every operator and of the blocking
 tensor-parallel all-reduces each operator issues (they do not depend on the pipeline or
@@ -72,24 +73,27 @@ class MemoryFloor:
     def __init__(self, workload: Any) -> None:
         self.workload = workload
         self.elem, self.states, self.mixed = _model_states(workload)
-        self._parts: dict[tuple[int, int, bool], tuple[float, float, float]] = {}
+        self._parts: dict[tuple[int, int, str, bool], tuple[float, float, float]] = {}
 
-    def _sums(self, tp: int, mb: int, recompute: bool) -> tuple[float, float, float]:
-        """(TP-sharded parameter bytes, whole-model activations of one micro-batch)."""
-        got = self._parts.get((tp, mb, recompute))
+    def _sums(self, tp: int, mb: int, recompute: str,
+              sp: bool) -> tuple[float, float, float]:
+        """(TP-sharded parameter bytes, whole-model activations of one micro-batch, the
+        recomputation working set)."""
+        got = self._parts.get((tp, mb, recompute, sp))
         if got is None:
             fw = self.workload.fw_ops
             total = float(sum(tp_param_bytes(o, tp) for o in fw))
             mb_scale = mb / (self.workload.micro_batch or mb)
             # saved activations per micro-batch, plus the working set held once
             act = activation_bytes(fw, tp=tp, mb_scale=mb_scale, recompute=recompute,
-                                   include_working=False)
+                                   include_working=False, sequence_parallel=sp)
             work = recompute_working_bytes(fw, tp=tp, mb_scale=mb_scale, recompute=recompute)
-            got = self._parts[(tp, mb, recompute)] = (total, act, work)
+            got = self._parts[(tp, mb, recompute, sp)] = (total, act, work)
         return got
 
     def __call__(self, layout: ParallelLayout, global_batch: int) -> float:
-        total, act, work = self._sums(layout.tp, layout.micro_batch, layout.recompute == "full")
+        total, act, work = self._sums(layout.tp, layout.micro_batch, layout.recompute,
+                                      layout.sp)
         params, grads, opt = model_state_bytes(total, elem_bytes=self.elem, states=self.states,
                                                mixed=self.mixed,
                                                shard=layout.dp if layout.fsdp else 1)
@@ -117,12 +121,14 @@ class StageBound:
 
 @dataclass
 class OpProbe:
-    """simulate's op times for one (tp, micro-batch, recomputation): see the module doc."""
+    """simulate's op times for one (tp, micro-batch, recomputation, sequence parallelism):
+    see the module doc."""
 
     workload: Any
     tp: int
     micro_batch: int
-    recompute: bool
+    recompute: str
+    sp: bool
     time_us: np.ndarray  # per op index: compute time of one micro-batch
     tp_comm_us: np.ndarray  # per op index: blocking TP all-reduce time it issues
     baseline_bytes: float
@@ -222,7 +228,7 @@ class OpProbe:
             mb_scale = self.micro_batch / (wl.micro_batch or self.micro_batch)
             got = self._mem[key] = [
                 chunk_memory(sb.stage_fw[c * P + s], tp=self.tp, mb_scale=mb_scale,
-                             recompute=self.recompute, sequence_parallel=False,
+                             recompute=self.recompute, sequence_parallel=self.sp,
                              has_blocks=wl.has_blocks) for c in range(V)]
         return got
 
@@ -261,11 +267,13 @@ def _tp_comm_by_op(res: Any) -> np.ndarray:
 
 def probe_ops(workload: Any, layout: ParallelLayout, space: SearchSpace, *,
               batch_traces: tuple[Any, ...] = ()) -> OpProbe:
-    """Simulate ``layout``'s tp / micro-batch / recomputation as one stage, one micro-batch."""
+    """Simulate ``layout``'s tp / micro-batch / recomputation / sequence parallelism as one
+    stage, one micro-batch."""
     from echo_sim.sim.simulate import simulate
 
     one = ParallelLayout(dp=layout.dp * layout.pp, tp=layout.tp, pp=1,
-                         micro_batch=layout.micro_batch, recompute=layout.recompute)
+                         micro_batch=layout.micro_batch, recompute=layout.recompute,
+                         sp=layout.sp)
     res = simulate(workload, one.sim_config(space, global_batch=one.dp * one.micro_batch),
                    batch_traces=batch_traces, keep=True)
     if res.built is None:  # pragma: no cover - keep=True always keeps it
@@ -276,6 +284,6 @@ def probe_ops(workload: Any, layout: ParallelLayout, space: SearchSpace, *,
     is_cpu = CLUSTERS[space.cluster.strip().lower()].gpu.name == "cpu"
     t = np.array(plan.time_us, dtype=float)
     return OpProbe(workload=workload, tp=layout.tp, micro_batch=layout.micro_batch,
-                   recompute=layout.recompute == "full", time_us=t,
+                   recompute=layout.recompute, sp=layout.sp, time_us=t,
                    tp_comm_us=_tp_comm_by_op(res),
                    baseline_bytes=float(res.ranks[0].memory.get("baseline", 0)), is_cpu=is_cpu)

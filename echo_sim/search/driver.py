@@ -311,16 +311,20 @@ def _exhaustive(ex: _Executor, layouts: list[ParallelLayout], space: SearchSpace
     return out
 
 
+def _probe_key(lay: ParallelLayout) -> tuple[int, int, int, str, bool]:
+    return lay.world, lay.tp, lay.micro_batch, lay.recompute, lay.sp
+
+
 def _branch_and_bound(ex: _Executor, layouts: list[ParallelLayout], space: SearchSpace,
                       objective: str, top: int, limit: int,
                       bar: _Bar) -> tuple[list[Outcome], int]:
     gb = space.global_batch
-    # level 1: one probe per (world, tp, micro-batch, recompute)
-    keys: dict[tuple[int, int, int, str], ParallelLayout] = {}
+    # level 1: one probe per (world, tp, micro-batch, recompute, sequence parallelism)
+    keys: dict[tuple[int, int, int, str, bool], ParallelLayout] = {}
     for lay in layouts:
-        keys.setdefault((lay.world, lay.tp, lay.micro_batch, lay.recompute), lay)
+        keys.setdefault(_probe_key(lay), lay)
     futs = {k: ex.submit(_op_probe_task, lay, space) for k, lay in keys.items()}
-    probes: dict[tuple[int, int, int, str], OpProbe | str] = {}
+    probes: dict[tuple[int, int, int, str, bool], OpProbe | str] = {}
     for k, f in futs.items():
         p = f.result()
         if isinstance(p, OpProbe):
@@ -329,7 +333,7 @@ def _branch_and_bound(ex: _Executor, layouts: list[ParallelLayout], space: Searc
     outcomes: list[Outcome] = []
     ranked: list[tuple[float, ParallelLayout, OpProbe]] = []
     for lay in layouts:
-        p = probes[(lay.world, lay.tp, lay.micro_batch, lay.recompute)]
+        p = probes[_probe_key(lay)]
         if isinstance(p, str):
             outcomes.append(("invalid", lay, p))
             bar.update(1)

@@ -36,6 +36,8 @@ def train_flags(cand: Candidate, global_batch: int) -> tuple[dict[str, Any] | No
                       "one kind of parallelism over all processes")
     if lay.vpp > 1:
         return None, "interleaved virtual stages are not expressed by examples/train.py"
+    if lay.sp:
+        return None, "sequence parallelism is not expressed by examples/train.py"
     if not parallel:
         name = "single"
     elif parallel[0] == "dp":

@@ -12,11 +12,13 @@ Large-Scale Language Model Training on GPU Clusters Using Megatron-LM", §3 take
 * ``micro_batch`` divides the per-replica batch ``global_batch / dp``; the interleaved
   schedule needs the micro-batch count divisible by ``pp`` (Megatron's rule);
 * FSDP / ZeRO-3 only with ``dp >= 2``; with ``pp = 1`` the schedule is plain gradient
-  accumulation, so only ``1f1b`` is listed (GPipe and interleaving mean nothing there).
+  accumulation, so only ``1f1b`` is listed (GPipe and interleaving mean nothing there);
+* recomputation none, selective (the attention core only) or full (every block), and
+  sequence parallelism only with ``tp >= 2`` (Korthikanti et al. 2022, "Reducing
+  Activation Recomputation in Large Transformer Models", §4.2 and §5).
 
-What the simulator cannot express, and so the space does not offer: *selective*
-recomputation (Korthikanti et al. 2022) — ``simulate`` models none or full recomputation
-only; sequence parallelism; ZeRO-1/2 (only DDP or full sharding); uneven pipeline stages.
+What the simulator cannot express, and so the space does not offer: ZeRO-1/2 (only DDP
+or full sharding); uneven pipeline stages.
 """
 
 from __future__ import annotations
@@ -37,8 +39,8 @@ __all__ = [
 ]
 
 DIMENSIONS: tuple[str, ...] = ("dp", "tp", "pp", "vpp", "micro-batch", "fsdp", "recompute",
-                               "schedule")
-RECOMPUTE: tuple[str, ...] = ("none", "full")
+                               "sp", "schedule")
+RECOMPUTE: tuple[str, ...] = ("none", "selective", "full")
 SCHEDULES: tuple[str, ...] = ("1f1b", "gpipe", "interleaved")
 OBJECTIVES: tuple[str, ...] = ("time", "throughput", "cost")
 
@@ -61,7 +63,7 @@ class SearchSpace:
 
     ``dims``: the dimensions searched (:data:`DIMENSIONS`); a dimension left out is held at
     its default (tp 1, pp 1, vpp 1, micro-batch = the traced one, DDP, no recomputation,
-    1F1B); ``dp`` is always ``gpus / (tp · pp)``. ``tp`` / ``pp`` / ``vpp`` /
+    no sequence parallelism, 1F1B); ``dp`` is always ``gpus / (tp · pp)``. ``tp`` / ``pp`` / ``vpp`` /
     ``micro_batch``: restrict a dimension to these values (``None``: every valid one).
     ``memory_limit_bytes``: device memory (default: the cluster GPU's). ``vary_gpus``: also
     try every divisor of ``gpus`` as the world size (the ``cost`` objective).
@@ -80,6 +82,7 @@ class SearchSpace:
     schedules: tuple[str, ...] = SCHEDULES
     recompute: tuple[str, ...] = RECOMPUTE
     fsdp: tuple[bool, ...] = (False, True)
+    sequence_parallel: tuple[bool, ...] = (False, True)
     comm_profile: str | None = None
     vary_gpus: bool = False
 
@@ -101,14 +104,13 @@ class SearchSpace:
         bad = [s for s in self.schedules if s not in SCHEDULES]
         if bad or not self.schedules:
             raise ConfigError(f"schedules={self.schedules!r}; valid: {', '.join(SCHEDULES)}")
-        if "selective" in self.recompute:
-            raise ConfigError("recompute 'selective' is not modelled by simulate (it models "
-                              f"none or full recomputation); valid: {', '.join(RECOMPUTE)}")
         bad = [r for r in self.recompute if r not in RECOMPUTE]
         if bad or not self.recompute:
             raise ConfigError(f"recompute={self.recompute!r}; valid: {', '.join(RECOMPUTE)}")
-        if not self.fsdp or any(not isinstance(f, bool) for f in self.fsdp):
-            raise ConfigError(f"fsdp={self.fsdp!r} must be a non-empty tuple of booleans")
+        for name in ("fsdp", "sequence_parallel"):
+            v = getattr(self, name)
+            if not v or any(not isinstance(f, bool) for f in v):
+                raise ConfigError(f"{name}={v!r} must be a non-empty tuple of booleans")
         from echo_sim.cost.hardware import CLUSTERS
 
         if self.cluster.strip().lower() not in CLUSTERS:
@@ -117,7 +119,8 @@ class SearchSpace:
 
 @dataclass(frozen=True, kw_only=True, order=True)
 class ParallelLayout:
-    """One point of the space: degrees, micro-batch, sharding, recomputation, schedule."""
+    """One point of the space: degrees, micro-batch, sharding, recomputation, sequence
+    parallelism (``sp``, with ``tp >= 2``), schedule."""
 
     dp: int
     tp: int
@@ -127,6 +130,7 @@ class ParallelLayout:
     fsdp: bool = False
     recompute: str = "none"
     schedule: str = "1f1b"
+    sp: bool = False
 
     @property
     def world(self) -> int:
@@ -138,8 +142,8 @@ class ParallelLayout:
 
     @property
     def label(self) -> str:
-        """Short text: ``dp16 tp8 pp8 v2 mb1 fsdp rc 1f1b``."""
-        parts = [f"dp{self.dp}", f"tp{self.tp}", f"pp{self.pp}"]
+        """Short text: ``dp16 tp8 sp pp8 v2 mb1 fsdp rc-full 1f1b``."""
+        parts = [f"dp{self.dp}", f"tp{self.tp}", *(["sp"] if self.sp else []), f"pp{self.pp}"]
         if self.vpp > 1:
             parts.append(f"v{self.vpp}")
         parts.append(f"mb{self.micro_batch}")
@@ -153,7 +157,8 @@ class ParallelLayout:
     def to_dict(self) -> dict[str, Any]:
         return {"dp": self.dp, "tp": self.tp, "pp": self.pp, "vpp": self.vpp,
                 "micro_batch": self.micro_batch, "fsdp": self.fsdp,
-                "recompute": self.recompute, "schedule": self.schedule}
+                "recompute": self.recompute, "sequence_parallel": self.sp,
+                "schedule": self.schedule}
 
     def sim_config(self, space: SearchSpace, *, global_batch: int | None = None,
                    keep_schedule: bool = True) -> Any:
@@ -167,7 +172,8 @@ class ParallelLayout:
             schedule=self.schedule if keep_schedule else "1f1b",
             virtual_stages=self.vpp, gpus_per_node=gpn,
             nodes=self.world // gpn if self.world % gpn == 0 else None,
-            cluster=space.cluster, fsdp=self.fsdp, recompute=self.recompute == "full",
+            cluster=space.cluster, fsdp=self.fsdp, recompute=self.recompute,
+            sequence_parallel=self.sp,
             comm_profile=space.comm_profile, memory_limit_bytes=space.memory_limit_bytes)
 
 
@@ -205,6 +211,7 @@ def enumerate_layouts(workload: Any, space: SearchSpace) -> tuple[list[ParallelL
             tps = [t for t in tps if t == 1]
         tps = [t for t in tps if (not heads or heads % t == 0) and (not hidden or hidden % t == 0)]
         for tp in tps:
+            sps = space.sequence_parallel if "sp" in dims and tp > 1 else (False,)
             pps = [p for p in divisors(world // tp)
                    if (space.pp is None or p in space.pp) and ("pp" in dims or p == 1)
                    and (p == 1 or blocks % p == 0)]
@@ -225,9 +232,11 @@ def enumerate_layouts(workload: Any, space: SearchSpace) -> tuple[list[ParallelL
                             if fsdp and dp < 2:
                                 continue
                             for rc in space.recompute if "recompute" in dims else ("none",):
-                                out.append(ParallelLayout(dp=dp, tp=tp, pp=pp, vpp=vpp,
-                                                          micro_batch=mb, fsdp=fsdp,
-                                                          recompute=rc, schedule=sched))
+                                for sp in sps:
+                                    out.append(ParallelLayout(dp=dp, tp=tp, pp=pp, vpp=vpp,
+                                                              micro_batch=mb, fsdp=fsdp,
+                                                              recompute=rc, schedule=sched,
+                                                              sp=sp))
     if not out:
         notes.append(_why_empty(space, blocks, heads, can_tp))
     return out, notes
