@@ -226,3 +226,19 @@ def test_own_h100_run_reads_its_recordings_and_is_predicted() -> None:
     assert 0.072 < res["predicted_step_s"] < 0.080
     assert lo <= res["synth_peak_bytes"] <= hi
     assert summarise_own([res])["rows"] == 1
+
+
+def test_replayed_allocator_peak_lies_in_the_recorded_bounds() -> None:
+    pytest.importorskip("torch")
+    from benchmarks.validation.own_runs import OWN_RUNS, replay_peak_bytes
+
+    run = OWN_RUNS[0]
+    lo, hi = run.memory_bounds()
+    replay = replay_peak_bytes(run)
+    assert replay is not None and lo < replay < hi
+    wl = extract_workload(synth_trace(SynthConfig(
+        model=GPTShape(layers=run.layers, hidden=run.hidden, heads=run.heads, seq=run.seq,
+                       vocab=run.vocab, micro_batch=run.micro_batch),
+        gpu=run.gpu, dtype=run.dtype, attention=run.attention, steps=1)))
+    # activations alone: the replay holds them plus params, optimizer state and the loss
+    assert activation_bytes(wl.fw_ops) < replay
