@@ -17,7 +17,9 @@ Software facts of the time, applied to every row of that software (not tuned): a
 predate FlashAttention (attention with materialised scores, ``unfused``); Megatron-LM and
 Megatron-DeepSpeed all-reduce the gradient buffer once after the last micro-batch's
 backward (``data_parallel="post"``); the ZeRO-3 baseline of Table 2 is DeepSpeed's ZeRO-3 of
-2021 (``fsdp_impl="deepspeed-2021"``, :mod:`echo_sim.cost.zero3`).
+2021 (``fsdp_impl="deepspeed-2021"``, :mod:`echo_sim.cost.zero3`); the optimizer is a
+one-pass fused Adam (Megatron-LM's ``megatron/optimizer``: ``from apex.optimizers import
+FusedAdam as Adam``; DeepSpeed's ``FusedAdam``), ``optimizer="fused"``.
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ class Row:
     tflops_per_gpu: float | None = None
     iteration_s: float | None = None
     attention: str = "unfused"  # every row predates FlashAttention (Dao et al., May 2022)
+    optimizer: str = "fused"  # Megatron-LM / Megatron-DeepSpeed: apex FusedAdam, one pass
 
     @property
     def sequence_parallel(self) -> bool:

@@ -14,6 +14,9 @@ Usage::
     python -m benchmarks.validation [--rows ID,ID,...] [--out benchmarks/results]
 
 Writes ``validation.json`` and ``validation.md`` under ``--out`` and prints the table.
+The published rows' summary (``summary.all`` / ``summary.groups``) counts only them; this
+repo's own measured single-GPU runs (:mod:`benchmarks.validation.own_runs`) follow in
+their own table and ``summary.own_runs``.
 """
 
 from __future__ import annotations
@@ -31,6 +34,12 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from benchmarks.validation.own_runs import (  # noqa: E402
+    OWN_RUNS,
+    markdown_own,
+    predict_own,
+    summarise_own,
+)
 from benchmarks.validation.rows import ROWS, Row  # noqa: E402
 
 __all__ = ["main", "predict_row", "summarise"]
@@ -47,7 +56,7 @@ def predict_row(row: Row) -> dict[str, Any]:
                      vocab=row.vocab, micro_batch=row.micro_batch)
     t0 = time.perf_counter()
     trace = synth_trace(SynthConfig(model=shape, gpu=cluster.gpu.name, dtype="bf16", steps=1,
-                                    attention=row.attention))
+                                    attention=row.attention, optimizer=row.optimizer))
     schedule = "interleaved" if row.virtual_stages > 1 else "1f1b"
     cfg = SimConfig(dp=row.dp, tp=row.tp, pp=row.pp, micro_batch=row.micro_batch,
                     global_batch=row.global_batch, schedule=schedule,
@@ -128,6 +137,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", default="", help="comma-separated row ids (default: all)")
+    ap.add_argument("--no-own", action="store_true",
+                    help="skip this repo's own measured runs (own_runs.py)")
     ap.add_argument("--out", default=str(REPO / "benchmarks" / "results"),
                     help="directory for validation.json / validation.md")
     args = ap.parse_args(argv)
@@ -140,12 +151,16 @@ def main(argv: list[str] | None = None) -> int:
     results = [predict_row(r) for r in rows]
     summary = summarise(results)
     md = _markdown(results, summary)
+    own = [] if args.no_own else [predict_own(r) for r in OWN_RUNS]
+    if own:
+        summary["own_runs"] = summarise_own(own)
+        md += "\n" + markdown_own(own)
     print(md)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "validation.md").write_text(md, encoding="utf-8")
     (out / "validation.json").write_text(json.dumps({
-        "summary": summary, "rows": results,
+        "summary": summary, "rows": results, "own_runs": own,
         "machine": {"python": platform.python_version(), "host": platform.node(),
                     "note": "simulation only; wall_s measured on a shared 2-core machine"},
     }, indent=1), encoding="utf-8")

@@ -22,7 +22,7 @@ def run(opts: Any) -> Result:
     shape = GPTShape(layers=opts.layers, hidden=opts.hidden, heads=opts.heads, seq=opts.seq,
                      vocab=opts.vocab, micro_batch=opts.micro_batch, mlp_ratio=opts.mlp_ratio)
     cfg = SynthConfig(model=shape, gpu=opts.gpu, dtype=opts.dtype, efficiency=opts.efficiency,
-                      steps=opts.steps, attention=opts.attention)
+                      steps=opts.steps, attention=opts.attention, optimizer=opts.optimizer)
     check_output_dir("--output", opts.output)
     with flag_errors("--output", opts.output):
         rank_dir = write_synth(cfg, opts.output, overwrite=opts.force)
@@ -79,8 +79,12 @@ COMMAND = Command(
         arg("--efficiency", type=float_in(0.0, 1.0, lo_open=True), default=None,
             help="one fraction of peak FLOP/s for every matmul (default: per-kernel shape "
                  "models, echo_sim.cost.kernels)"),
-        arg("--attention", choices=["flash", "unfused"], default="flash",
-            help="attention kernel: flash (SDPA) or unfused (materialised scores)"),
+        arg("--attention", choices=["flash", "unfused", "eager"], default="flash",
+            help="attention kernel: flash (SDPA), unfused (Megatron: materialised scores, "
+                 "fused softmax) or eager (PyTorch ops one by one, examples/models.py)"),
+        arg("--optimizer", choices=["fused", "foreach"], default="fused",
+            help="AdamW implementation: fused (default; one pass: apex/Megatron, "
+                 "fused=True) or foreach (torch.optim.AdamW's default: 8 passes)"),
         arg("--steps", type=int_in(1, MAX_STEPS), default=3, help="identical steps to write (default 3)"),
         arg("--output", "-o", required=True, help="directory to write (gets a 0_0/ rank dir)"),
         arg("--force", action="store_true", help="replace existing files in --output"),

@@ -110,8 +110,9 @@ def activation_bytes(fw: Sequence[Op], *, tp: int = 1, mb_scale: float = 1.0,
 
     ``recompute``: ``False``/``"none"``, ``"selective"`` (Korthikanti et al. 2022 §4.2:
     the attention core's working set — scores, softmax, dropout mask — is dropped and
-    rebuilt in backward; a trace's ``out_bytes`` never holds that working set, only the
-    core's output, which stays, so the sum is the same as without recomputation) or
+    rebuilt in backward; a recorded trace's ``out_bytes`` never holds that working set,
+    only a synthetic ``Attention`` op's does, on top of its output — one third of its
+    q, k, v input — which stays: that op counts ``min(out_bytes, in_bytes / 3)``) or
     ``True``/``"full"`` (each block keeps its input; one block's activations are live
     while it recomputes — a transient working set that exists once per rank, not once per
     micro-batch in flight: callers summing micro-batches pass ``include_working=False``
@@ -124,7 +125,14 @@ def activation_bytes(fw: Sequence[Op], *, tp: int = 1, mb_scale: float = 1.0,
         sharded = sharded or (sequence_parallel and o.block >= 0)
         return o.out_bytes * mb_scale / (tp if sharded else 1)
 
-    if recompute is False or recompute in ("none", "selective"):
+    def selective_out(o: Op) -> float:  # the attention core keeps only its output
+        if o.kind != "Attention" or o.out_bytes <= 0:
+            return out(o)
+        return out(o) * min(1.0, o.in_bytes / 3 / o.out_bytes)
+
+    if recompute == "selective":
+        return float(sum(selective_out(o) for o in fw))
+    if recompute is False or recompute == "none":
         return float(sum(out(o) for o in fw))
     by_unit: dict[str, list[Op]] = {}
     for o in fw:

@@ -8,7 +8,18 @@ Operators and names follow :class:`examples.models.GPT` (its leaf modules): ``to
 ``pos_emb``, per block ``blocks.<i>.ln1``, ``.attn.qkv``, ``.attn.core``, ``.attn.proj``,
 ``.ln2``, ``.mlp.fc1``, ``.mlp.act``, ``.mlp.fc2``; then ``ln_f`` and ``head`` (untied, no
 bias). ``attn.core`` stands for the attention math inside ``CausalSelfAttention.forward``
-(scores, softmax, weighted sum) as one fused operator, as FlashAttention runs it.
+(scores, softmax, weighted sum) as one operator: fused as FlashAttention runs it, or the
+separate kernels of ``unfused``/``eager`` attention (:mod:`echo_sim.cost.kernels`).
+
+Its ``out_bytes`` (what the memory model counts as kept for backward) is the core's output
+plus the score-sized tensors autograd saves (the ``qkv`` output already holds q, k, v):
+``flash`` saves only the log-sum-exp, ``4·b·a·s`` bytes (Dao 2023, Alg. 1); ``unfused``
+(Megatron) the softmax output, the 1-byte dropout mask and the dropout output:
+``(2e + 1)·b·a·s²`` (Korthikanti et al. 2022 §4.1, the ``5as²b`` term for ``e = 2``);
+``eager`` the softmax output ``e·b·a·s²`` (saved once for ``SoftmaxBackward`` and the
+second ``bmm``; the scaled and masked scores are temporaries, ``mul`` by a Python scalar and
+``masked_fill`` save no tensor of that size) — exactly what
+``torch.autograd.graph.saved_tensors_hooks`` reports for ``examples/models.py``.
 
 FLOPs (b = micro-batch, s = sequence, h = hidden, V = vocab; Narayanan et al. 2021,
 "Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM", §5.1):
@@ -50,11 +61,24 @@ before 2022), per ``attention``; memory-bound kernels by the bytes they move:
   ``main_grad``): each 16-bit weight gradient is added into its fp32 copy after every
   micro-batch's backward — 10 bytes per weight (read 2 + read 4 + write 4).
 
-Optimizer (``UPDATE.AdamW``): memory-bound. Mixed-precision Adam keeps 16 bytes per
-parameter (Rajbhandari et al. 2020, "ZeRO", §3.1: 2 fp16 weights + 2 fp16 gradients + 12 for
-fp32 master weights, momentum and variance); one step reads gradient, master weight, m and
-v (2 + 4 + 4 + 4) and writes master weight, m, v and the low-precision copy (4 + 4 + 4 + 2):
-28 bytes per parameter (also 28 in pure fp32: reads p, g, m, v, writes p, m, v).
+Optimizer (``UPDATE.AdamW``): memory-bound, per ``optimizer``:
+
+* ``fused`` — one pass (apex ``FusedAdam`` as Megatron-LM uses it, ``torch.optim.AdamW(
+  fused=True)``). Mixed-precision Adam keeps 16 bytes per parameter (Rajbhandari et al.
+  2020, "ZeRO", §3.1: 2 fp16 weights + 2 fp16 gradients + 12 for fp32 master weights,
+  momentum and variance); one step reads gradient, master weight, m and v (2 + 4 + 4 + 4)
+  and writes master weight, m, v and the low-precision copy (4 + 4 + 4 + 2): 28 bytes per
+  parameter (also 28 in pure fp32: reads p, g, m, v, writes p, m, v).
+* ``foreach`` — ``torch.optim.AdamW``'s default on CUDA (``_multi_tensor_adam`` in
+  ``torch/optim/adam.py``, no capturable/amsgrad): eight ``torch._foreach_*`` passes over
+  tensors of the parameters' element size ``e``, each reading and writing whole lists:
+  ``mul_(params)`` 2e, ``lerp_(m, g)`` 3e, ``mul_(v)`` 2e, ``addcmul_(v, g, g)`` 4e,
+  ``sqrt(v)`` 2e (a new list), ``div_`` 2e, ``add_(eps)`` 2e, ``addcdiv_(p, m, sqrt)`` 4e:
+  ``21·e`` bytes per parameter (84 in fp32), each pass its own kernel launches.
+
+``fused`` is the default: it is what the mixed-precision (master-weight) accounting above
+describes; pass ``optimizer="foreach"`` (``--optimizer foreach``) for a plain
+``torch.optim.AdamW`` job such as ``examples/train.py``.
 """
 
 from __future__ import annotations
@@ -71,13 +95,16 @@ from echo_sim.trace.model import Cat, RankInfo, Trace, TraceBuilder
 __all__ = [
     "ADAM_BYTES_PER_PARAM",
     "DTYPE_BYTES",
+    "OPTIMIZER_IMPLS",
     "GPTShape",
     "SynthConfig",
     "SynthOp",
     "gpt_layer_flops",
     "gpt_ops",
     "gpt_params",
+    "attention_saved_bytes",
     "kernel_times_us",
+    "optimizer_bytes_per_param",
     "roofline_us",
     "synth_trace",
     "write_synth",
@@ -85,7 +112,9 @@ __all__ = [
 
 DTYPE_BYTES: dict[str, int] = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2}
 _TORCH_DTYPE = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "fp16": "float16"}
-ADAM_BYTES_PER_PARAM = 28  # read 14 + write 14 bytes per parameter (module docstring)
+ADAM_BYTES_PER_PARAM = 28  # fused: read 14 + write 14 bytes per parameter (module docstring)
+_FOREACH_ELEMS_PER_PARAM = 21  # foreach: elements moved per parameter (module docstring)
+OPTIMIZER_IMPLS: tuple[str, ...] = ("foreach", "fused")
 _TOKEN_BYTES = 8  # int64 token / position ids
 _MAIN_GRAD_BYTES = 10  # per weight per micro-batch: read 16-bit grad, read + write fp32
 
@@ -121,6 +150,7 @@ class SynthConfig:
     efficiency: float | None = None  # None: per-kernel shape models (module docstring)
     steps: int = 3
     attention: str = "flash"
+    optimizer: str = "fused"  # "foreach": torch.optim.AdamW's default (module docstring)
 
     def __post_init__(self) -> None:
         get_gpu(self.gpu)
@@ -131,6 +161,9 @@ class SynthConfig:
         if self.attention not in ATTENTION_IMPLS:
             raise ConfigError(f"--attention {self.attention!r}; valid: "
                               f"{', '.join(ATTENTION_IMPLS)}")
+        if self.optimizer not in OPTIMIZER_IMPLS:
+            raise ConfigError(f"--optimizer {self.optimizer!r}; valid: "
+                              f"{', '.join(OPTIMIZER_IMPLS)}")
         if self.steps < 1:
             raise ConfigError(f"--steps {self.steps} must be >= 1")
 
@@ -146,6 +179,8 @@ class SynthOp:
     out_bytes: int
     flops: float  # forward FLOPs as written in the trace (0 where echo_trace writes none)
     dims: tuple[int, int, int] = (0, 0, 0)  # Linear: (rows, in, out) of its GEMM
+    saved_bytes: int = 0  # attention core: score-sized tensors kept for backward, written
+    # into the trace's out_bytes (module docstring), not moved by the roofline's kernel
 
     @property
     def fw_bytes(self) -> int:
@@ -183,7 +218,24 @@ def gpt_layer_flops(shape: GPTShape) -> float:
     return 2.0 * b * s * (3 * h * h + h * h + 2 * h * f) + 4.0 * b * s * s * h
 
 
-def gpt_ops(shape: GPTShape, dtype: str = "bf16") -> list[SynthOp]:
+def attention_saved_bytes(shape: GPTShape, dtype: str, attention: str) -> int:
+    """Score-sized bytes autograd keeps for the attention core's backward (module docstring)."""
+    e = DTYPE_BYTES[dtype]
+    scores = shape.micro_batch * shape.heads * shape.seq * shape.seq
+    if attention == "flash":
+        return 4 * shape.micro_batch * shape.heads * shape.seq  # fp32 log-sum-exp
+    if attention == "unfused":
+        return (2 * e + 1) * scores
+    return e * scores
+
+
+def optimizer_bytes_per_param(dtype: str, optimizer: str) -> int:
+    """Bytes one AdamW step moves per parameter (module docstring)."""
+    return _FOREACH_ELEMS_PER_PARAM * DTYPE_BYTES[dtype] if optimizer == "foreach" \
+        else ADAM_BYTES_PER_PARAM
+
+
+def gpt_ops(shape: GPTShape, dtype: str = "bf16", attention: str = "flash") -> list[SynthOp]:
     """The forward leaf operators of one micro-batch, in execution order."""
     e = DTYPE_BYTES[dtype]
     b, s, h, v = shape.micro_batch, shape.seq, shape.hidden, shape.vocab
@@ -206,7 +258,8 @@ def gpt_ops(shape: GPTShape, dtype: str = "bf16") -> list[SynthOp]:
         ops += [
             norm(p + "ln1"),
             linear(p + "attn.qkv", h, 3 * h),
-            SynthOp(p + "attn.core", "Attention", 0, 3 * act, act, 4.0 * b * s * s * h),
+            SynthOp(p + "attn.core", "Attention", 0, 3 * act, act, 4.0 * b * s * s * h,
+                    saved_bytes=attention_saved_bytes(shape, dtype, attention)),
             linear(p + "attn.proj", h, h),
             norm(p + "ln2"),
             linear(p + "mlp.fc1", h, f),
@@ -279,7 +332,7 @@ def _meta(cfg: SynthConfig, gpu: GPU, params: list[tuple[str, list[int]]],
         "micro_batch_size": m.micro_batch, "params": plist, "param_bytes": param_count * e,
         "buckets": [], "dtype": _TORCH_DTYPE[cfg.dtype], "efficiency": cfg.efficiency,
         "timer": "roofline" if cfg.efficiency is not None else "kernel-models",
-        "attention": cfg.attention,
+        "attention": cfg.attention, "optimizer": cfg.optimizer,
         "model": {"name": "gpt", "layers": m.layers, "hidden": m.hidden, "heads": m.heads,
                   "seq": m.seq, "vocab": m.vocab, "mlp_ratio": m.mlp_ratio,
                   "micro_batch_size": m.micro_batch, "params": param_count,
@@ -291,7 +344,7 @@ def synth_trace(cfg: SynthConfig) -> Trace:
     """The one-rank trace of ``cfg``: per step FW ops, BW ops in reverse, ``UPDATE.AdamW``,
     and a ``STEP`` marker spanning them; steps back to back from t = 0."""
     gpu = get_gpu(cfg.gpu)
-    ops = gpt_ops(cfg.model, cfg.dtype)
+    ops = gpt_ops(cfg.model, cfg.dtype, cfg.attention)
     params = gpt_params(cfg.model)
     count = 0
     for _, shp in params:
@@ -301,12 +354,14 @@ def synth_trace(cfg: SynthConfig) -> Trace:
         count += n
     if cfg.efficiency is None:
         rl = [kernel_times_us(o, cfg.model, gpu, cfg.dtype, cfg.attention) for o in ops]
-        update_us = elementwise_us(count * ADAM_BYTES_PER_PARAM, gpu)
+        update_us = elementwise_us(count * optimizer_bytes_per_param(cfg.dtype, cfg.optimizer),
+                                   gpu)
     else:
         eff = cfg.efficiency
         rl = [(roofline_us(o.flops, o.fw_bytes, gpu, cfg.dtype, eff),
                roofline_us(o.bw_flops, o.bw_bytes, gpu, cfg.dtype, eff)) for o in ops]
-        update_us = count * ADAM_BYTES_PER_PARAM / gpu.mem_bw_bytes_per_us
+        update_us = count * optimizer_bytes_per_param(cfg.dtype, cfg.optimizer) \
+            / gpu.mem_bw_bytes_per_us
     total_param_bytes = count * DTYPE_BYTES[cfg.dtype]
 
     tb = TraceBuilder(source_format="synthetic", source=f"synth:gpt/{cfg.gpu}")
@@ -317,7 +372,7 @@ def synth_trace(cfg: SynthConfig) -> Trace:
         for o, (fw, _) in zip(ops, rl, strict=True):
             tb.add(rank=0, name="FW." + o.module, cat=Cat.FW, ts_us=t, dur_us=fw, step=step,
                    occ=0, kind=o.kind, param_bytes=o.param_bytes, in_bytes=o.in_bytes,
-                   out_bytes=o.out_bytes, flops=o.flops)
+                   out_bytes=o.out_bytes + o.saved_bytes, flops=o.flops)
             t += fw
         for o, (_, bw) in zip(reversed(ops), reversed(rl), strict=True):
             tb.add(rank=0, name="BW." + o.module, cat=Cat.BW, ts_us=t, dur_us=bw, step=step,
