@@ -156,22 +156,34 @@ def test_busy_mode_records_compute_contention() -> None:
 @pytest.mark.timeout(150)
 def test_gloo_profile_carries_host_calibration() -> None:
     """gloo on CPU: the host microbenchmarks run in the same processes, raw samples kept."""
-    from echo_sim.cost.cpu_overheads import contention, dtensor_dispatch, fsdp_unit, skew
-    from echo_sim.measure.host_overheads import FSDP_UNITS, OPTIM_PARAMS
+    from echo_sim.cost.cpu_overheads import (
+        comm_overlap,
+        contention,
+        dtensor_dispatch,
+        fsdp_unit,
+        skew,
+    )
+    from echo_sim.measure.host_overheads import FSDP_UNITS, OPTIM_PARAMS, OVERLAP_BYTES
 
     prof = measure_comm_profile(ProfileSpec(nproc=2, sizes_bytes=(4096,), iters=2, warmup=1,
                                             ops=("all_reduce",), backend="gloo",
                                             progress=False, timeout_s=140))
     cal = prof.calibration
     assert prof.cpu_count >= 1 and prof.threads_per_rank >= 1 and prof.load_avg >= 0
-    assert len(cal["contention_alone_us"]) == 7 and len(cal["contention_busy_us"]) == 14
+    assert len(cal["contention_alone_us"]) == 15 and len(cal["contention_busy_us"]) == 30
     for key in ("dtensor_fw_us", "plain_fw_us", "optim_dtensor_loop_us", "copy_bytes_per_us"):
         assert len(cal[key]) == 30 and min(cal[key]) > 0, key  # 15 per rank
     assert cal["fsdp_params"] == [2.0, 6.0] and len(cal["fsdp_fw_us"]) == 4
-    assert len(cal["sync_us"]) == len(cal["sync_work_us"]) == 42  # 7 rounds x 3 x 2 ranks
+    assert len(cal["sync_us"]) == len(cal["sync_work_us"]) == 90  # 15 rounds x 3 x 2 ranks
+    # overlap rounds: every size in every round, on both ranks, aligned lists
+    n = 15 * len(OVERLAP_BYTES) * 2
+    assert all(len(cal[k]) == n for k in cal if k.startswith("overlap_"))
+    assert sorted(set(cal["overlap_bytes"])) == [float(b) for b in OVERLAP_BYTES]
+    assert min(cal["overlap_comm_busy_us"]) > 0 and min(cal["overlap_work_busy_us"]) > 0
     assert OPTIM_PARAMS >= 1 and FSDP_UNITS >= 1
     assert contention(prof, 2) is not None and dtensor_dispatch(prof) is not None
     assert fsdp_unit(prof) is not None and skew(prof) is not None
+    assert comm_overlap(prof, 2) is not None
     off = measure_comm_profile(ProfileSpec(nproc=2, sizes_bytes=(4096,), iters=1, warmup=0,
                                            ops=("all_reduce",), backend="gloo", progress=False,
                                            host_overheads=False, timeout_s=60))

@@ -113,14 +113,15 @@ def _overlap(rounds: int, work: Callable[[], Any]) -> dict[str, list[float]]:
     keys = ("overlap_bytes", "overlap_comm_alone_us", "overlap_comm_busy_us",
             "overlap_work_alone_us", "overlap_work_busy_us")
     out: dict[str, list[float]] = {k: [] for k in keys}
-    for nbytes in OVERLAP_BYTES:
-        x = torch.ones(nbytes // 4)
+    bufs = [torch.ones(nbytes // 4) for nbytes in OVERLAP_BYTES]
+    for x in bufs:
         dist.all_reduce(x)  # warm the connection for this size
+    for _ in range(rounds):  # round-robin over the sizes, like profile-comm's timed runs
+        for nbytes, x in zip(OVERLAP_BYTES, bufs, strict=True):
 
-        def reduce(x: Any = x) -> None:
-            dist.all_reduce(x)
+            def reduce(x: Any = x) -> None:
+                dist.all_reduce(x)
 
-        for _ in range(rounds):
             dist.barrier()
             comm_alone = _time_us(reduce)
             dist.barrier()
@@ -250,7 +251,7 @@ def _copy_bw(reps: int) -> list[float]:
 
 
 def measure_host_overheads(rank: int, nproc: int, work: Callable[[], Any], *,
-                           rounds: int = 7) -> dict[str, list[float]]:
+                           rounds: int = 15) -> dict[str, list[float]]:
     """Every quantity of the module docstring as a list of samples (this rank's).
 
     ``work``: the fixed compute for the contention rounds (``busy_us`` of matrix products).

@@ -13,7 +13,9 @@ times, for every message size:
 
 Method (as nccl-tests and the OSU micro-benchmarks do): ``warmup`` untimed runs, then
 ``iters`` timed runs each preceded by a barrier; a run's time is the slowest rank's
-(all-reduce MAX of the per-rank times); the profile keeps the median. Sizes are whole-buffer
+(all-reduce MAX of the per-rank times); the profile keeps the median. The timed runs go
+round-robin over the sizes of an operation (one run of every size per round), so that a
+slow spell of a shared host spreads over every size instead of shifting a few. Sizes are whole-buffer
 bytes (nccl-tests convention) of float32 tensors, rounded to a multiple of 4·nproc bytes.
 A hard timeout kills every process.
 
@@ -207,8 +209,8 @@ def _worker(rank: int, nproc: int, store_path: str, backend: str, spec: ProfileS
         if rank == 0 and spec.progress:
             from tqdm import tqdm
 
-            bar = tqdm(total=len(_plan(spec)) * len(spec.sizes_bytes), file=sys.stderr,
-                       desc="profile-comm", unit="size")
+            bar = tqdm(total=len(_plan(spec)) * spec.iters, file=sys.stderr,
+                       desc="profile-comm", unit="round")
         results: list[dict[str, Any]] = []
         busy = _busy_setup(spec, rank, nproc, device) if spec.busy_us > 0 else None
         busy_times: list[float] = []
@@ -216,15 +218,18 @@ def _worker(rank: int, nproc: int, store_path: str, backend: str, spec: ProfileS
             # every rank creates every group (a collective call); members 0..gsize-1 run it
             group = None if gsize == nproc else dist.new_group(list(range(gsize)))
             member = op == "send" and rank < 2 or op != "send" and rank < gsize
-            sizes, medians = [], []
-            for nbytes in spec.sizes_bytes:
-                numel = _numel(nbytes, gsize)
-                run = _make_op(op, numel, rank, gsize, device, group) if member else None
+            numels = [_numel(nbytes, gsize) for nbytes in spec.sizes_bytes]
+            runs = [_make_op(op, n, rank, gsize, device, group) if member else None
+                    for n in numels]
+            for run in runs:
                 for _ in range(spec.warmup if run else 0):
                     run()  # type: ignore[misc]
-                sync()
-                local = []
-                for _ in range(spec.iters):
+            sync()
+            # round-robin over the sizes: a slow spell of the host hits every size of a
+            # round alike instead of all the samples of one size
+            local: list[list[float]] = [[] for _ in runs]
+            for _ in range(spec.iters):
+                for i, run in enumerate(runs):
                     if busy is None:
                         dist.barrier()
                     else:
@@ -234,17 +239,16 @@ def _worker(rank: int, nproc: int, store_path: str, backend: str, spec: ProfileS
                     if run is not None:
                         run()
                     sync()
-                    local.append((time.perf_counter() - t0) * 1e6 if run else 0.0)
-                times = torch.tensor(local, dtype=torch.float64, device=device)
-                dist.all_reduce(times, op=dist.ReduceOp.MAX)  # a run ends with its slowest rank
-                med = statistics.median(times.cpu().tolist())
-                sizes.append(numel * 4)
-                medians.append(med / 2 if op == "send" else med)
+                    local[i].append((time.perf_counter() - t0) * 1e6 if run else 0.0)
                 if bar is not None:
-                    bar.set_postfix_str(f"{op}/{gsize} {numel * 4} B")
+                    bar.set_postfix_str(f"{op}/{gsize}")
                     bar.update(1)
+            times = torch.tensor(local, dtype=torch.float64, device=device)
+            dist.all_reduce(times, op=dist.ReduceOp.MAX)  # a run ends with its slowest rank
+            medians = [statistics.median(row) for row in times.cpu().tolist()]
             results.append({"op": op, "group_size": gsize,
-                            "sizes_bytes": sizes, "times_us": medians})
+                            "sizes_bytes": [n * 4 for n in numels],
+                            "times_us": [m / 2 if op == "send" else m for m in medians]})
         if bar is not None:
             bar.close()
         if busy is not None:
