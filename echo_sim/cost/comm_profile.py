@@ -12,8 +12,10 @@
      "cpu_count": 2, "threads_per_rank": 1, "load_avg": 0.3,
      "calibration": {"contention_alone_us": [5012.3, ...], ...}}
 
-``cpu_count`` / ``threads_per_rank`` / ``load_avg`` (1-minute load average before the
-measurement) describe the host the profile was measured on (0: unknown); ``calibration`` holds raw samples of the host microbenchmarks
+``cpu_count`` / ``threads_per_rank`` / ``load_avg`` (cores' worth of other processes'
+CPU use right before the measurement, :func:`echo_sim.measure.profile_comm.other_load`;
+older profiles: the 1-minute load average) describe the host the profile was measured on
+(0: unknown); ``calibration`` holds raw samples of the host microbenchmarks
 (:mod:`echo_sim.measure.host_overheads`) that :mod:`echo_sim.cost.cpu_overheads` reads.
 Both are optional (older profiles have neither).
 

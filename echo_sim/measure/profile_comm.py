@@ -372,6 +372,32 @@ def _pick_backend(spec: ProfileSpec) -> str:
     return "gloo"
 
 
+def other_load(window_s: float = 0.5) -> float:
+    """The cores' worth of CPU time other processes use right now: the busy share of
+    ``/proc/stat``'s CPU time over ``window_s`` times the core count (Linux). Unlike the
+    1-minute load average, it holds no memory of work that just ended (such as a previous
+    job of a benchmark). Elsewhere: the 1-minute load average."""
+
+    def sample() -> tuple[int, int] | None:
+        try:
+            with open("/proc/stat", encoding="ascii") as f:
+                parts = [int(x) for x in f.readline().split()[1:]]
+        except (OSError, ValueError):
+            return None
+        idle = parts[3] + (parts[4] if len(parts) > 4 else 0)  # idle + iowait
+        return sum(parts[:8]), idle
+
+    a = sample()
+    if a is None:
+        return os.getloadavg()[0]
+    time.sleep(window_s)
+    b = sample()
+    if b is None or b[0] <= a[0]:
+        return os.getloadavg()[0]
+    busy = 1.0 - (b[1] - a[1]) / (b[0] - a[0])
+    return max(busy, 0.0) * (os.cpu_count() or 1)
+
+
 def _one_line(text: str) -> str:
     lines = [ln.strip() for ln in str(text).strip().splitlines() if ln.strip()]
     return lines[-1] if lines else "unknown error"
@@ -387,7 +413,7 @@ def measure_comm_profile(spec: ProfileSpec | None = None) -> CommProfile:
 
     spec = spec or ProfileSpec()
     backend = _pick_backend(spec)
-    load_avg = os.getloadavg()[0]  # the host's other load, before our processes start
+    load_avg = other_load()  # the host's other load, before our processes start
     with tempfile.TemporaryDirectory(prefix="echo-profile-comm-") as d:
         result_path = os.path.join(d, "result.json")
         ctx = mp.start_processes(
