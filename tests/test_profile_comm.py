@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 
 import pytest
@@ -19,8 +20,10 @@ from echo_sim.measure.profile_comm import (
     PROFILE_OPS,
     ProfileSpec,
     measure_comm_profile,
+    other_load,
     parse_size,
     parse_sizes,
+    trimmed_mean,
 )
 from tests.marks import without_cuda
 
@@ -188,3 +191,16 @@ def test_gloo_profile_carries_host_calibration() -> None:
                                            ops=("all_reduce",), backend="gloo", progress=False,
                                            host_overheads=False, timeout_s=60))
     assert off.calibration == {}
+
+
+def test_trimmed_mean_keeps_the_slow_mode_and_drops_hiccups() -> None:
+    # a bimodal collective (a third of the runs wait for a vCPU to wake) plus one hiccup:
+    # the median (500) hides the slow third; the trimmed mean keeps it, not the hiccup
+    runs = [500.0] * 13 + [3000.0] * 6 + [40000.0]
+    assert trimmed_mean(runs) == pytest.approx((500.0 * 11 + 3000.0 * 5) / 16)
+    assert trimmed_mean([7.0]) == 7.0 and trimmed_mean([1.0, 3.0]) == 2.0
+
+
+def test_other_load_is_a_core_count() -> None:
+    load = other_load(0.05)
+    assert 0.0 <= load <= (os.cpu_count() or 1) + 1e-9

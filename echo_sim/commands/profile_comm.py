@@ -38,7 +38,7 @@ def run(opts: Any) -> Result:
     with flag_errors("--output", out):
         path = save_comm_profile(profile, out, overwrite=opts.force)
     lines = [f"{profile.backend} on {profile.device} ({profile.device_name}), "
-             f"{profile.world_size} processes, median of {profile.iters} -> {path}",
+             f"{profile.world_size} processes, trimmed mean of {profile.iters} -> {path}",
              f"{'op':<15}{'ranks':>6}{'bytes':>12}{'time_us':>12}{'algbw_GB/s':>12}"]
     for op, n, s, t, bw in summary_rows(profile):
         lines.append(f"{op:<15}{n:>6}{s:>12}{t:>12.1f}{bw:>12.3f}")
@@ -57,7 +57,8 @@ COMMAND = Command(
     description=(
         "Start NPROC processes (gloo on CPU, NCCL when CUDA is available), time all_reduce,\n"
         "all_gather, reduce_scatter, all_to_all, broadcast and send/recv against message\n"
-        "size (warm-up, barrier before each run, median of --iters), fit t = alpha + beta*S\n"
+        "size (warm-up, barrier before each run, mean of --iters without the fastest and "
+        "slowest 10%), fit t = alpha + beta*S\n"
         "per op, and write the profile JSON that `simulate --comm-profile` uses."
     ),
     run=run,

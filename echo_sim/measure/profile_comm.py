@@ -13,7 +13,11 @@ times, for every message size:
 
 Method (as nccl-tests and the OSU micro-benchmarks do): ``warmup`` untimed runs, then
 ``iters`` timed runs each preceded by a barrier; a run's time is the slowest rank's
-(all-reduce MAX of the per-rank times); the profile keeps the median. The timed runs go
+(all-reduce MAX of the per-rank times); the profile keeps their mean with the fastest and
+slowest 10 % left out (:func:`trimmed_mean`). The mean, as nccl-tests reports, because a
+step pays the expected cost of its many collectives: on a virtual machine a collective's
+time is bimodal (a third of the runs wait milliseconds for a halted vCPU to wake; their
+median hides that), and trimming drops rare hiccups. The timed runs go
 round-robin over the sizes of an operation (one run of every size per round), so that a
 slow spell of a shared host spreads over every size instead of shifting a few. Sizes are whole-buffer
 bytes (nccl-tests convention) of float32 tensors, rounded to a multiple of 4·nproc bytes.
@@ -52,6 +56,8 @@ from echo_sim.cost.comm_profile import CommProfile
 from echo_sim.errors import ConfigError, ProfileError
 
 __all__ = [
+    "trimmed_mean",
+    "other_load",
     "COMPUTE_OPS",
     "DEFAULT_SIZES",
     "PROFILE_OPS",
@@ -245,10 +251,10 @@ def _worker(rank: int, nproc: int, store_path: str, backend: str, spec: ProfileS
                     bar.update(1)
             times = torch.tensor(local, dtype=torch.float64, device=device)
             dist.all_reduce(times, op=dist.ReduceOp.MAX)  # a run ends with its slowest rank
-            medians = [statistics.median(row) for row in times.cpu().tolist()]
+            means = [trimmed_mean(row) for row in times.cpu().tolist()]
             results.append({"op": op, "group_size": gsize,
                             "sizes_bytes": [n * 4 for n in numels],
-                            "times_us": [m / 2 if op == "send" else m for m in medians]})
+                            "times_us": [m / 2 if op == "send" else m for m in means]})
         if bar is not None:
             bar.close()
         if busy is not None:
@@ -370,6 +376,14 @@ def _pick_backend(spec: ProfileSpec) -> str:
     if spec.backend == "auto" and cuda and torch.cuda.device_count() >= spec.nproc:
         return "nccl"
     return "gloo"
+
+
+def trimmed_mean(xs: Sequence[float], cut: float = 0.1) -> float:
+    """Mean of ``xs`` without its ``floor(cut · n)`` smallest and largest values."""
+    v = sorted(float(x) for x in xs)
+    k = int(cut * len(v))
+    v = v[k:len(v) - k] or v
+    return sum(v) / len(v)
 
 
 def other_load(window_s: float = 0.5) -> float:
