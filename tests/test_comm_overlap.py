@@ -68,7 +68,7 @@ def test_stretches_from_the_rounds(prof: CommProfile) -> None:
     mid = math.sqrt(KIB64 * MIB)
     assert ov.comm(mid) == pytest.approx(5.5)
     assert ov.comm(1) == ov.comm(KIB64) and ov.comm(1 << 30) == ov.comm(MIB)
-    assert "64 KiB x5" in ov.note and "median of 6 rounds" in ov.note
+    assert "64 KiB x5" in ov.note and "trimmed means of 6 rounds" in ov.note
 
 
 def test_stretches_are_clamped_and_only_on_shared_cores(prof: CommProfile) -> None:

@@ -50,6 +50,7 @@ __all__ = [
     "fit_alpha_beta",
     "load_comm_profile",
     "save_comm_profile",
+    "trimmed_mean",
 ]
 
 PROFILE_FORMAT = "echo-comm-profile/1"
@@ -58,6 +59,14 @@ _MIN_ALPHA_US = 1e-3
 _MIN_BETA_US_PER_BYTE = 1e-12
 
 Key = tuple[str, int]
+
+
+def trimmed_mean(xs: Sequence[float], cut: float = 0.1) -> float:
+    """Mean of ``xs`` without its ``floor(cut · n)`` smallest and largest values."""
+    v = sorted(float(x) for x in xs)
+    k = int(cut * len(v))
+    v = v[k:len(v) - k] or v
+    return sum(v) / len(v)
 
 
 def fit_alpha_beta(points: Sequence[tuple[float, float]]) -> tuple[float, float]:

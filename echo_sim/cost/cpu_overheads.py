@@ -30,8 +30,8 @@ contention factor like every other op.
   synchronisation grows with the compute before it (peers drift apart, and a process that
   used its time slice is woken later). Measured directly: a small all-reduce after ``W`` =
   0, 1 and 2 runs of the contention work on every rank, its time on the slowest rank's
-  clock; ``kappa`` = slope of the medians, ``t(W) = t0 + kappa · W`` (least squares through
-  the three medians, ``kappa >= 0``). A busy-mode collective measured ``t_busy(S)`` after
+  clock; ``kappa`` = slope of the 10 %-trimmed means (the expected wait),
+  ``t(W) = t0 + kappa · W`` (least squares through the three means, ``kappa >= 0``). A busy-mode collective measured ``t_busy(S)`` after
   ``W_busy`` of work then costs, after ``W`` of compute in the job,
   ``max(t_busy(S) - kappa · W_busy, 0) + kappa · W``; an idle-mode profile (a barrier
   before each timed collective) has ``W_busy = 0``.
@@ -44,7 +44,8 @@ contention factor like every other op.
   of alone-time ``w`` that together took ``t`` (collective) and ``W`` (work):
   ``s_comm = t / d`` if the collective ended inside the work, else ``W / (d - (t - W))``
   (it ran alone after the work); ``s_work = W / w`` if the collective outlasted the work,
-  else ``t / (w - (W - t))``. Both are medians of per-round values, clamped to ``[1, 64]``
+  else ``t / (w - (W - t))``, from the 10 %-trimmed means of ``d``, ``w``, ``t`` and ``W``
+  over the rounds (the expected cost, as the profile's collective times), clamped to ``[1, 64]``
   and ``[1, (threads + 1) / threads]`` (the compute at worst shares each of its cores with
   one communication thread), and taken as 1 when every rank's threads plus its
   communication thread fit the free cores. Between measured sizes, linear in ``log S``.
@@ -64,7 +65,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from echo_sim.cost.comm_profile import CommProfile
+from echo_sim.cost.comm_profile import CommProfile, trimmed_mean
 
 __all__ = [
     "Calibrated",
@@ -241,7 +242,7 @@ def skew(profile: CommProfile | None) -> Skew | None:
         w = [work[i] for i in range(k, len(work), levels)]
         t = [sync[i] for i in range(k, len(sync), levels)]
         if w and t:
-            pts.append((statistics.median(w), statistics.median(t)))
+            pts.append((trimmed_mean(w), trimmed_mean(t)))
     if len(pts) < 2:
         return None
     wm = sum(w for w, _ in pts) / len(pts)
@@ -376,24 +377,27 @@ def comm_overlap(profile: CommProfile | None, ranks_per_host: int) -> CommOverla
     threads = profile.threads_per_rank or 1
     free = max(profile.cpu_count - profile.load_avg, 0.0)
     fits = bool(profile.cpu_count) and ranks_per_host * (threads + 1) <= free
-    by: dict[float, list[tuple[float, float]]] = {}
+    by: dict[float, list[tuple[float, float, float, float]]] = {}
     for nb, d, w, t, big_w in zip(*got, strict=True):
         if d > 0 and w > 0:
-            by.setdefault(nb, []).append(_stretches(d, w, t, big_w))
+            by.setdefault(nb, []).append((d, w, t, big_w))
     if not by:
         return None
     sizes = tuple(sorted(by))
     cap_w = (threads + 1) / threads
-    s_c = tuple(1.0 if fits else min(max(statistics.median(c for c, _ in by[x]), 1.0),
-                                     _MAX_COMM_STRETCH) for x in sizes)
-    s_w = tuple(1.0 if fits else min(max(statistics.median(v for _, v in by[x]), 1.0), cap_w)
+    # expected times per size (trimmed means: a step pays the mean cost of its many
+    # collectives; a median of per-round ratios swung x1.6 to x10 between profiles)
+    means = {x: _stretches(*(trimmed_mean([r[i] for r in by[x]]) for i in range(4)))
+             for x in sizes}
+    s_c = tuple(1.0 if fits else min(max(means[x][0], 1.0), _MAX_COMM_STRETCH)
                 for x in sizes)
+    s_w = tuple(1.0 if fits else min(max(means[x][1], 1.0), cap_w) for x in sizes)
     n = sum(len(v) for v in by.values())
     pts = ", ".join(f"{_size(x)} x{c:.2g}/x{w:.2g}" for x, c, w in zip(sizes, s_c, s_w,
                                                                         strict=True))
     how = ("not applied: every rank's threads and its communication thread fit the "
            f"{free:.1f} free of {profile.cpu_count} cores" if fits else
-           f"median of {n} rounds")
+           f"trimmed means of {n} rounds")
     return CommOverlap(sizes=sizes, comm_stretch=s_c, work_stretch=s_w, samples=n, note=(
         f"comm/compute overlap on a shared host: all-reduce / compute slowdown while both "
         f"run {pts} ({how})"))

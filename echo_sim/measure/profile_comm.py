@@ -52,11 +52,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from echo_sim.cost.comm_profile import CommProfile
+from echo_sim.cost.comm_profile import CommProfile, trimmed_mean
 from echo_sim.errors import ConfigError, ProfileError
 
 __all__ = [
-    "trimmed_mean",
     "other_load",
     "COMPUTE_OPS",
     "DEFAULT_SIZES",
@@ -376,14 +375,6 @@ def _pick_backend(spec: ProfileSpec) -> str:
     if spec.backend == "auto" and cuda and torch.cuda.device_count() >= spec.nproc:
         return "nccl"
     return "gloo"
-
-
-def trimmed_mean(xs: Sequence[float], cut: float = 0.1) -> float:
-    """Mean of ``xs`` without its ``floor(cut · n)`` smallest and largest values."""
-    v = sorted(float(x) for x in xs)
-    k = int(cut * len(v))
-    v = v[k:len(v) - k] or v
-    return sum(v) / len(v)
 
 
 def other_load(window_s: float = 0.5) -> float:
