@@ -43,7 +43,7 @@ writes both under ``--keep`` for ``python -m echo_sim compare``.
 Usage::
 
     python benchmarks/accuracy.py [--reps 3] [--layouts ddp,fsdp,tp,pp]
-        [--sizes gpt-s,gpt-m,cnn,convattn] [--steps 10] [--warmup 3] [--diagnose]
+        [--sizes gpt-s,gpt-m,cnn,convattn] [--steps 20] [--warmup 3] [--diagnose]
         [--keep DIR] [--output FILE] [--comm-profile FILE | --profile-sizes 1KB..16MB]
         [--nproc 2] [--no-plain-single] [--cluster PRESET]
     python benchmarks/accuracy.py --repredict OLD.json --keep DIR [--output NEW.json]
@@ -571,7 +571,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--layouts", default="ddp,fsdp,tp,pp", help="comma list of ddp,fsdp,tp,pp")
     p.add_argument("--sizes", default="gpt-s,gpt-m,cnn,convattn",
                    help=f"comma list of model sizes: {', '.join(SIZES)}")
-    p.add_argument("--steps", type=int, default=10, help="steps per run (default 10)")
+    p.add_argument("--steps", type=int, default=20, help="steps per run (default 20; step times on a shared CPU host vary ±25 %%)")
     p.add_argument("--warmup", type=int, default=3, help="steps left out (default 3)")
     p.add_argument("--nproc", type=int, default=2, help="processes per real job (default 2)")
     p.add_argument("--diagnose", action="store_true",
