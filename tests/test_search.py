@@ -7,6 +7,7 @@ ranking), and every bound it prunes with must be below what simulate predicts.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 from pathlib import Path
@@ -87,6 +88,22 @@ def test_space_dims_hold_the_rest_at_defaults(gpt: Workload) -> None:
     assert {(x.dp, x.tp) for x in got} == {(8, 1), (4, 2), (2, 4), (1, 8)}
     assert {(x.pp, x.vpp, x.micro_batch, x.fsdp, x.recompute, x.schedule, x.sp)
             for x in got} == {(1, 1, 1, False, "none", "1f1b", False)}
+
+
+def test_selective_only_where_the_trace_has_an_attention_core(gpt: Workload) -> None:
+    space = SearchSpace(gpus=2, global_batch=4, dims=("dp", "recompute"))
+    with_core, _ = enumerate_layouts(gpt, space)
+    assert {x.recompute for x in with_core} == {"none", "selective", "full"}
+    # the same trace with attention as an inline part of its module
+    inline = gpt.with_ops([dataclasses.replace(o, kind="Module") if o.kind == "Attention"
+                           else o for o in gpt.ops])
+    without, _ = enumerate_layouts(inline, space)
+    assert {x.recompute for x in without} == {"none", "full"}
+    res = simulate(inline, ParallelLayout(dp=2, tp=1, pp=1, recompute="selective")
+                   .sim_config(space))
+    assert any("nothing is recomputed" in w for w in res.warnings)
+    assert not any("nothing is recomputed" in w for w in simulate(
+        gpt, ParallelLayout(dp=2, tp=1, pp=1, recompute="selective").sim_config(space)).warnings)
 
 
 @pytest.mark.parametrize("kwargs, msg", [

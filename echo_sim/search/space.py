@@ -13,7 +13,8 @@ Large-Scale Language Model Training on GPU Clusters Using Megatron-LM", §3 take
   schedule needs the micro-batch count divisible by ``pp`` (Megatron's rule);
 * FSDP / ZeRO-3 only with ``dp >= 2``; with ``pp = 1`` the schedule is plain gradient
   accumulation, so only ``1f1b`` is listed (GPipe and interleaving mean nothing there);
-* recomputation none, selective (the attention core only) or full (every block), and
+* recomputation none, selective (the attention core only, offered when the trace has the
+  core as an op of its own) or full (every block), and
   sequence parallelism only with ``tp >= 2`` (Korthikanti et al. 2022, "Reducing
   Activation Recomputation in Large Transformer Models", §4.2 and §5).
 
@@ -198,6 +199,11 @@ def enumerate_layouts(workload: Any, space: SearchSpace) -> tuple[list[ParallelL
     hidden = _model_ints(workload.model, "hidden")
     roles = {o.role for o in workload.ops if o.phase == "F"}
     can_tp = "column" in roles and "row" in roles
+    # selective recomputation re-runs the attention core: a trace without it as an op of
+    # its own (e.g. attention written inline in a non-leaf module) gives it nothing to act on
+    core = any(o.kind == "Attention" for o in workload.ops if o.phase == "F")
+    recomputes = [rc for rc in (space.recompute if "recompute" in dims else ("none",))
+                  if rc != "selective" or core] or ["none"]
     traced_mb = int(workload.micro_batch or 1)
     gb = space.global_batch
     notes: list[str] = []
@@ -231,7 +237,7 @@ def enumerate_layouts(workload: Any, space: SearchSpace) -> tuple[list[ParallelL
                         for fsdp in space.fsdp if "fsdp" in dims else (False,):
                             if fsdp and dp < 2:
                                 continue
-                            for rc in space.recompute if "recompute" in dims else ("none",):
+                            for rc in recomputes:
                                 for sp in sps:
                                     out.append(ParallelLayout(dp=dp, tp=tp, pp=pp, vpp=vpp,
                                                               micro_batch=mb, fsdp=fsdp,

@@ -325,6 +325,10 @@ def simulate(trace: Trace | Workload, config: SimConfig, *, comm: Any = None,
                               "with capture(micro_batch=...) / TRACE_MICRO_BATCH")
     mb, gb, m = _resolve_batches(config, batch.micro_batch)
     _check_workload(config, workload, m)
+    if config.recompute == "selective" and not any(o.kind == "Attention" for o in workload.ops):
+        notes.warnings.append("recompute selective: the trace has no attention-core op of its "
+                              "own (attention written inline in a module), so nothing is "
+                              "recomputed: the same as none")
     cluster = _resolve_cluster(config, hw)
     notes.models += [f"hardware: {hw.source}", f"micro-batch {mb}: {batch.source}"]
     comm, profile = _comm_model(config, cluster, comm, notes)
