@@ -444,7 +444,9 @@ class Capture:
                           modules=self._modules, rec=self.rec, comm=self._comm,
                           device=self._device, device_name=self._device_name,
                           steps=self._steps, step_source=self._step_source,
-                          timer=self._timer_name)
+                          # the timer's own name: a Kineto timer that yielded to the
+                          # user's torch.profiler recorded CPU times
+                          timer=str(getattr(self._timer, "timer_name", self._timer_name)))
 
     def _write(self) -> None:
         """Hand the buffer and the metadata to a writer thread (see the module doc)."""

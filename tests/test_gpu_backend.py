@@ -220,6 +220,7 @@ def test_users_profiler_started_inside_the_window_wins(caplog) -> None:  # type:
     finally:
         tracer.remove()
     assert timer.yielded and not timer.running and not profiler_busy()
+    assert timer.timer_name == "perf_counter"  # what meta.json says of this window
     timer.close()
     names = [e[1] for e in rec.events]
     assert names.count("FW.emb") == 2 and "FW.Net" not in names  # leaves only

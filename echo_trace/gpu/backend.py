@@ -223,6 +223,7 @@ class KinetoTimer:
 
         self.running = False
         self.yielded = True
+        self.timer_name = "perf_counter"  # meta.json: this window's times are CPU times
         try:
             torch._C._autograd._disable_profiler()  # results dropped
         except RuntimeError as e:
