@@ -95,6 +95,42 @@ def test_close_records_nothing_without_gpu_activity() -> None:
     timer.close()  # idempotent
 
 
+def test_event_cap_stops_the_profiler_at_a_step_end(caplog) -> None:  # type: ignore[no-untyped-def]
+    """Once the window can hold no more events, the profiler stops at the next step end
+    (its buffers stay bounded) and resolves what it has, later marks are not kept, and
+    the warning says so once."""
+    import logging
+
+    caplog.set_level(logging.WARNING, logger="echo_trace")
+    torch.manual_seed(0)
+    model = Net()
+    rec = Recorder(max_events=12)
+    rec.recording = True
+    timer = KinetoTimer(rec, cuda=False)
+    tracer = ModuleTracer(rec, timer, root=model)
+    tracer.install()
+    try:
+        for step in range(4):
+            rec.new_step(step)
+            model(torch.randn(2, 8)).sum().backward()
+            timer.flush()
+            if step == 0:
+                assert timer.running  # under the cap: nothing resolved yet
+        assert timer.capped and not timer.running and not profiler_busy()
+        kept = len(timer.marks)
+        model(torch.randn(2, 8))
+        assert len(timer.marks) == kept  # nothing more accumulates
+    finally:
+        tracer.remove()
+    # the early stop resolved the profiler's window (on CPU there is no GPU activity to
+    # record, so no events come of it); close afterwards is a no-op
+    assert timer.last is not None and kept >= 12
+    last = timer.last
+    timer.close()
+    assert timer.last is last and rec.events == []
+    assert sum("event cap (12) reached" in r.getMessage() for r in caplog.records) == 1
+
+
 def test_profiler_busy_sees_the_users_profiler() -> None:
     assert not profiler_busy()
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]):

@@ -110,6 +110,7 @@ class KinetoTimer:
         self.unix_minus_perf_ns = u - (p0 + p1) // 2
         self.running = True
         self.yielded = False  # the user's profiler took over: CPU times only
+        self.capped = False  # stopped early: the window reached the event cap
         self._guarded: Any = None
         self._guard()
         self.last: Any = None  # the last Attribution (for tests and the report)
@@ -121,7 +122,7 @@ class KinetoTimer:
              extra: dict[str, Any] | None = None) -> None:
         """A CPU range from echo's hooks (``BW`` ranges are dropped: backward GPU time
         is found through autograd sequence numbers instead)."""
-        if cat == "BW":
+        if cat == "BW" or self.capped:
             return
         a = dict(args) if args else {}
         if extra:
@@ -131,6 +132,8 @@ class KinetoTimer:
 
     def open_range(self, name: str) -> None:
         """A container module's forward starts (closed by :meth:`close_range`)."""
+        if self.capped:
+            return
         self._open.setdefault(threading.get_native_id(), []).append((name, self.now(), {}))
 
     def close_range(self) -> None:
@@ -145,7 +148,21 @@ class KinetoTimer:
         return float(point)
 
     def flush(self) -> None:
-        """Step end: nothing to resolve until the window closes."""
+        """Step end: nothing to resolve until the window closes, unless the window can
+        hold no more events (the recorder dropped some, or the marks alone reach its
+        ``max_events``): then the profiler stops here, so that its buffers — which grow with
+        every op and kernel of the window — stay bounded by the same cap; the steps so far
+        keep their GPU times, the later ones have none (one warning)."""
+        if not self.running or not (self.rec.dropped or
+                                    len(self.marks) >= self.rec.max_events):
+            return
+        self.capped = True
+        log.warning("echo_trace: event cap (%d) reached at step %d; GPU timing stops here "
+                    "(raise TRACE_MAX_EVENTS or narrow the step window)",
+                    self.rec.max_events, self.rec.step)
+        stopped = self.stop()
+        if stopped is not None:
+            self.resolve(*stopped)
 
     def anchor(self) -> None:
         """Nothing to anchor: Kineto and perf_counter are paired at start."""
