@@ -57,9 +57,9 @@ COMMAND = Command(
     description=(
         "Start NPROC processes (gloo on CPU, NCCL when CUDA is available), time all_reduce,\n"
         "all_gather, reduce_scatter, all_to_all, broadcast and send/recv against message\n"
-        "size (warm-up, barrier before each run, mean of --iters without the fastest and "
-        "slowest 10%), fit t = alpha + beta*S\n"
-        "per op, and write the profile JSON that `simulate --comm-profile` uses."
+        "size (warm-up, barrier before each run, runs round-robin over the sizes, mean of\n"
+        "--iters without the fastest and slowest 10%), fit t = alpha + beta*S per op, and\n"
+        "write the profile JSON that `simulate --comm-profile` uses."
     ),
     run=run,
     paths=0,
