@@ -11,9 +11,9 @@ schedule, :func:`stretch_overlaps` rewrites the durations in place:
   predecessors (re-timed collectives among them) and its channels are done; one of
   alone-time ``d`` starting at ``t0`` progresses at rate ``1/s_comm(S)``
   while a member rank's compute stream is busy and at rate 1 while it is idle; its new
-  duration is the time until ``d`` of progress on its slowest simulated member;
-  Compute that started after the collective's first-schedule end is not counted (it
-  waited for the collective, or for what the collective delays);
+  duration is the time until ``d`` of progress on its slowest simulated member (compute
+  that started after the collective's first-schedule end is not counted: it waited for
+  the collective, or for what the collective delays);
 * a compute task overlapping the (new) interval of a collective on its rank for ``o`` µs
   gains ``o · (s_work(S) - 1)``, at most ``dur · (max s_work - 1)``.
 
