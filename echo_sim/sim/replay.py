@@ -9,7 +9,8 @@ The task graph (built with numpy from :func:`echo_sim.trace.graph.build_deps`, w
 * one resource-less *issue* task per ``Comm`` event: the gap from its (finished)
   predecessor to the issue, so a collective starts no earlier than measured relative to
   the compute that launched it;
-* one task per collective instance, holding the ``rank<r>/comm`` channel of every member:
+* one task per collective instance, holding the ``rank<r>/comm`` channel of every member
+  (one channel per rank and process group: collectives of different groups overlap):
   it starts when the last member has issued it and all channels are free; one task per
   send/recv pair, holding the sender's ``rank<r>/send`` and the receiver's
   ``rank<r>/recv`` channel (a rank sends and receives concurrently, as
@@ -390,6 +391,17 @@ def _channels(trace: Trace, comm: np.ndarray) -> np.ndarray:
     return np.where(coll == _SEND, 1, np.where(coll == _RECV, 2, 0))
 
 
+def _channel_keys(trace: Trace, comm: np.ndarray) -> np.ndarray:
+    """An integer per Comm row naming its in-order channel: (rank, process group) for a
+    collective of a known group, (rank, send / recv / collective) otherwise."""
+    ev = trace.events
+    rank = ev.rank[comm].astype(np.int64)
+    chan = _channels(trace, comm)
+    grp = ev.group[comm].astype(np.int64)
+    per_rank = 3 + max(len(trace.groups), 1)
+    return rank * per_rank + np.where((chan == 0) & (grp >= 0), 3 + grp, chan)
+
+
 def _instance_durations(trace: Trace, comm: np.ndarray, inst: np.ndarray, ni: int,
                         end: np.ndarray,
                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -415,7 +427,7 @@ def _instance_durations(trace: Trace, comm: np.ndarray, inst: np.ndarray, ni: in
         done[only_sends] = any_end[only_sends]
     member_done = done[inst]
     eff_start = ts.copy()
-    chan = ev.rank[comm].astype(np.int64) * 3 + _channels(trace, comm)
+    chan = _channel_keys(trace, comm)
     order = np.lexsort((ts, chan))
     c_sorted = chan[order]
     bounds = np.flatnonzero(np.diff(c_sorted)) + 1
@@ -448,7 +460,19 @@ def _resources(g: TaskGraph, trace: Trace, comp: np.ndarray, comm: np.ndarray,
     out: list[tuple[int, ...]] = [(x,) for x in cres[ev.rank[comp]].tolist()]
     out += [()] * comm.size
     members: list[set[int]] = [set() for _ in range(ni)]
-    member_res = mres[ev.rank[comm], _channels(trace, comm)].tolist()
+    # one in-order channel per key (_channel_keys): collectives of different process
+    # groups overlap, as each NCCL communicator / gloo context has its own
+    keys = _channel_keys(trace, comm)
+    res_of: dict[int, int] = {}
+    member_res = []
+    for key, r, c, grp in zip(keys.tolist(), ev.rank[comm].tolist(),
+                              _channels(trace, comm).tolist(), ev.group[comm].tolist(),
+                              strict=True):
+        res = res_of.get(key)
+        if res is None:
+            res = res_of[key] = int(mres[r, c]) if c or grp < 0 else \
+                g.resource(f"rank{r}/comm.g{grp}")
+        member_res.append(res)
     for i, m in zip(inst.tolist(), member_res, strict=True):
         members[i].add(m)
     out += [tuple(sorted(m)) for m in members]
