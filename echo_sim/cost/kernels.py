@@ -176,14 +176,12 @@ def attention_us(*, batch: int, seq: int, heads: int, head_dim: int, gpu: GPU, d
         fw = _tiled_us(seq, seq, head_dim, gpu, dtype, bh) + \
             _tiled_us(seq, head_dim, seq, gpu, dtype, bh)
         return 2.5 * fw if backward else fw
+    qk = gemm_us(seq, seq, head_dim, gpu, dtype, batch=bh, elem_bytes=elem_bytes)
+    pv = gemm_us(seq, head_dim, seq, gpu, dtype, batch=bh, elem_bytes=elem_bytes)
     if impl == "eager":
-        qk = gemm_us(seq, seq, head_dim, gpu, dtype, batch=bh, elem_bytes=elem_bytes)
-        pv = gemm_us(seq, head_dim, seq, gpu, dtype, batch=bh, elem_bytes=elem_bytes)
         moved = eager_attention_bytes(batch=batch, seq=seq, heads=heads, head_dim=head_dim,
                                       elem_bytes=elem_bytes, backward=backward)
         return (2.0 if backward else 1.0) * (qk + pv) + elementwise_us(moved, gpu)
-    qk = gemm_us(seq, seq, head_dim, gpu, dtype, batch=bh, elem_bytes=elem_bytes)
-    pv = gemm_us(seq, head_dim, seq, gpu, dtype, batch=bh, elem_bytes=elem_bytes)
     scores = float(bh) * seq * seq
     if backward:
         return 2.0 * (qk + pv) + elementwise_us(

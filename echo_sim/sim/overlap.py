@@ -35,11 +35,12 @@ __all__ = ["progress_end", "stretch_overlaps"]
 
 
 def progress_end(t0: float, work_us: float, busy: list[tuple[float, float]],
-                 stretch: float) -> float:
+                 stretch: float, ends: list[float] | None = None) -> float:
     """When ``work_us`` of progress started at ``t0`` is done, at rate ``1/stretch`` inside
-    the ``busy`` intervals (sorted, disjoint (start, end) µs) and rate 1 outside them."""
+    the ``busy`` intervals (sorted, disjoint (start, end) µs) and rate 1 outside them.
+    ``ends``: the intervals' ends, when the caller has them already."""
     left, t = work_us, t0
-    k = bisect.bisect_right([b for _, b in busy], t0)
+    k = bisect.bisect_right(ends if ends is not None else [b for _, b in busy], t0)
     for a, b in busy[k:]:
         if a > t:
             if left <= a - t:
@@ -70,6 +71,7 @@ def stretch_overlaps(built: Built, sched: Schedule, overlap: CommOverlap,
         ts = [t for t in built.compute_tasks.get(r, []) if end[t] > start[t]]
         busy[r] = sorted((float(start[t]), float(end[t])) for t in ts)
     starts = {r: [a for a, _ in iv] for r, iv in busy.items()}
+    ends = {r: [b for _, b in iv] for r, iv in busy.items()}
     comms = sorted(built.comm_info, key=lambda c: (start[c], c))
     is_comm = set(comms)
     preds: dict[int, list[int]] = {c: [] for c in comms}
@@ -97,9 +99,8 @@ def stretch_overlaps(built: Built, sched: Schedule, overlap: CommOverlap,
             # compute that started after the collective's first-schedule end waited for it
             # (or for what it delays): it cannot overlap the collective
             cut = float(end[c])
-            t1 = max(progress_end(t0 + d - work, work,
-                                  busy[r][:bisect.bisect_left(starts[r], cut)], s_c)
-                     for r in members)
+            t1 = max(progress_end(t0 + d - work, work, busy[r][:n], s_c, ends[r][:n])
+                     for r in members for n in (bisect.bisect_left(starts[r], cut),))
             s_w = overlap.work(nbytes)
             if s_w > 1.0:
                 for r in members:
