@@ -1,5 +1,6 @@
-"""CPU-host cost models (echo_sim.cost.cpu_overheads) on a profile measured on a 2-core
-gloo host (tests/data/comm/gloo2_calibrated.json), and their use by simulate()."""
+"""CPU-host cost models (echo_sim.cost.cpu_overheads) on profiles measured on a 2-core
+gloo host — tests/data/comm/gloo2_calibrated.json (an older profile: one-rank-mesh wall
+times) and gloo2_mesh.json (world-mesh thread CPU times) — and their use by simulate()."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from echo_sim.cost.cpu_overheads import (
     fsdp_copy_us,
     fsdp_unit,
     optimizer_per_param,
+    plane_fit,
     robust,
     skew,
 )
@@ -29,11 +31,17 @@ from echo_sim.workload.ops import extract_workload
 from tests.test_workload import LinearComm, gpt_trace
 
 FIXTURE = Path(__file__).parent / "data" / "comm" / "gloo2_calibrated.json"
+MESH_FIXTURE = Path(__file__).parent / "data" / "comm" / "gloo2_mesh.json"
 
 
 @pytest.fixture(scope="module")
 def prof() -> CommProfile:
     return load_comm_profile(FIXTURE)
+
+
+@pytest.fixture(scope="module")
+def mesh_prof() -> CommProfile:
+    return load_comm_profile(MESH_FIXTURE)
 
 
 def _med(p: CommProfile, key: str) -> float:
@@ -92,12 +100,14 @@ def test_contention_needs_oversubscribed_cores(prof: CommProfile) -> None:
 def test_dtensor_dispatch_and_optimizer(prof: CommProfile) -> None:
     got = dtensor_dispatch(prof)
     assert got is not None
-    fw, bw = got
-    # per call: fastest DTensor pair minus fastest plain pair, over 2 Linears
-    for got, phase in ((fw, "fw"), (bw, "bw")):
+    # older profile, per call: fastest DTensor pair minus fastest plain pair, over 2
+    # Linears; no per-byte part (one size measured)
+    for a, b, phase in ((got.fw_a_us, got.fw_b_us_per_byte, "fw"),
+                        (got.bw_a_us, got.bw_b_us_per_byte, "bw")):
         d, p = prof.calibration[f"dtensor_{phase}_us"], prof.calibration[f"plain_{phase}_us"]
-        assert got.value == pytest.approx((min(d) - min(p)) / 2)
-    assert fw.value > 50 and bw.value > 50  # DTensor dispatch costs tens of us per call
+        assert a == pytest.approx((min(d) - min(p)) / 2) and b == 0.0
+        assert a > 50  # DTensor dispatch costs tens of us per call
+    assert got.fw_us(1e9) == got.fw_a_us and "one-rank mesh" in got.notes[0]
     loop = optimizer_per_param(prof, foreach=False, params=OPTIM_PARAMS)
     each = optimizer_per_param(prof, foreach=True, params=OPTIM_PARAMS)
     assert loop is not None and each is not None
@@ -105,6 +115,80 @@ def test_dtensor_dispatch_and_optimizer(prof: CommProfile) -> None:
     assert loop.value == pytest.approx((min(d) - min(p)) / OPTIM_PARAMS)
     assert loop.value > 5 * each.value  # the loop pays DTensor dispatch per parameter
     assert dtensor_dispatch(dataclasses.replace(prof, calibration={})) is None
+
+
+def _per_size(p: CommProfile, phase: str) -> dict[float, float]:
+    """Per measured activation size: (median DTensor pair - median plain pair) / 2."""
+    cal = p.calibration
+    sizes = cal["tp_act_bytes"]
+    dt, pl = cal[f"tp_{phase}_cpu_us"], cal[f"tp_plain_{phase}_cpu_us"]
+    k = len(sizes)
+    return {x: max(statistics.median(dt[j::k]) - statistics.median(pl[j::k]), 0.0) / 2
+            for j, x in enumerate(sizes)}
+
+
+def test_dtensor_dispatch_on_the_world_mesh(mesh_prof: CommProfile) -> None:
+    got = dtensor_dispatch(mesh_prof)
+    assert got is not None and "profiled ranks' mesh" in got.notes[0]
+    assert len(mesh_prof.calibration["tp_act_bytes"]) == 2
+    for phase, a, b, at in (("fw", got.fw_a_us, got.fw_b_us_per_byte, got.fw_us),
+                            ("bw", got.bw_a_us, got.bw_b_us_per_byte, got.bw_us)):
+        pts = sorted(_per_size(mesh_prof, phase).items())
+        (x0, y0), (x1, y1) = pts
+        # a line through the two sizes' medians, clamped: b >= 0, a >= 0
+        assert b == pytest.approx(max((y1 - y0) / (x1 - x0), 0.0))
+        assert a == pytest.approx(max(y0 - b * x0, 0.0))
+        assert at(x0) >= 0 and at(x1) >= at(x0)
+        # on the world mesh each call also issues collectives and books their waits:
+        # hundreds of us per Linear on this host, not tens
+        assert 100 < at(x1) < 5000
+    # the world mesh costs more than the one-rank mesh of the older profile (its issue and
+    # wait bookkeeping of real collectives)
+    old = dtensor_dispatch(load_comm_profile(FIXTURE))
+    assert old is not None and got.bw_us(0) > old.bw_us(0)
+    # a sample list of the wrong length is no model
+    bad = {**mesh_prof.calibration, "tp_fw_cpu_us": mesh_prof.calibration["tp_fw_cpu_us"][:-1]}
+    assert dtensor_dispatch(dataclasses.replace(mesh_prof, calibration=bad)) is None
+
+
+def test_optimizer_per_param_from_thread_cpu_medians(mesh_prof: CommProfile) -> None:
+    cal = mesh_prof.calibration
+    for foreach, impl in ((False, "loop"), (True, "foreach")):
+        got = optimizer_per_param(mesh_prof, foreach=foreach, params=OPTIM_PARAMS)
+        d, p = cal[f"optim_dtensor_{impl}_cpu_us"], cal[f"optim_plain_{impl}_cpu_us"]
+        assert got is not None and "median thread CPU time" in got.note
+        assert got.value == pytest.approx(
+            max(statistics.median(d) - statistics.median(p), 0.0) / OPTIM_PARAMS)
+    assert optimizer_per_param(mesh_prof, foreach=False, params=0) is None
+
+
+def test_plane_fit_is_nonnegative_least_squares() -> None:
+    ps, bs = [2.0, 6.0, 2.0, 2.0], [4e3, 12e3, 263e3, 263e3]
+    ys = [100 + 5 * p + 1e-3 * b for p, b in zip(ps, bs, strict=True)]
+    assert plane_fit(ps, bs, ys) == pytest.approx((100.0, 5.0, 1e-3))
+    # a cost that falls with bytes is noise: that term is dropped, the rest refitted
+    ys = [300.0, 340.0, 250.0, 250.0]
+    a, b, c = plane_fit(ps, bs, ys)
+    assert c == 0.0 and b >= 0 and a > 0
+    assert min(plane_fit(ps, bs, [-5.0, -6.0, -7.0, -7.0])) == 0.0
+
+
+def test_fsdp_unit_on_the_world_mesh(mesh_prof: CommProfile) -> None:
+    c = fsdp_unit(mesh_prof)
+    assert c is not None and "copies and allocation included" in c.note
+    cal = mesh_prof.calibration
+    ps, nb = cal["fsdp_params"], cal["fsdp_unit_bytes"]
+    assert len(ps) == len(nb) == 3 and len(set(zip(ps, nb, strict=True))) == 3
+    k = len(ps)
+    for phase, at in (("fw", c.fw_us), ("bw", c.bw_us)):
+        meds = [statistics.median(cal[f"fsdp_{phase}_cpu_us"][j::k]) for j in range(k)]
+        fit = [at(int(p), b) for p, b in zip(ps, nb, strict=True)]
+        # the fitted plane stays within the spread of the three configurations' medians
+        assert min(meds) * 0.8 <= min(fit) and max(fit) <= max(meds) * 1.2
+    assert min(c.fw_a_us, c.fw_b_us, c.fw_c_us_per_byte, c.bw_a_us, c.bw_b_us,
+               c.bw_c_us_per_byte) >= 0
+    # copies are inside the CPU times: no separate memcpy term
+    assert c.copy_bytes_per_us == 0.0 and fsdp_copy_us(1e6, 2, c.copy_bytes_per_us) == (0, 0)
 
 
 def test_fsdp_unit_line_through_two_parameter_counts(prof: CommProfile) -> None:
@@ -148,13 +232,16 @@ def test_simulate_adds_host_costs_only_for_dtensor_layouts(prof: CommProfile,
     assert tp.calibration["rank_skew_us_per_us"]["value"] == pytest.approx(skew(prof).kappa)
     # the added compute: per sharded call (column, row, vocab-parallel; F and B) plus
     # the optimizer's per-DTensor-parameter cost
-    fw, bw = dtensor_dispatch(prof)  # type: ignore[misc]
+    disp = dtensor_dispatch(prof)
+    assert disp is not None
     wl = extract_workload(tr)
     owned = params_per_module(wl)
     sharded = [o for o in wl.ops if o.role in ("column", "row", "vocab")]  # vocab-parallel
     n_dt = sum(owned.get(o.module, 0) for o in sharded if o.phase == "F")
     per = optimizer_per_param(prof, foreach=False, params=OPTIM_PARAMS)
-    added = sum(fw.value if o.phase == "F" else bw.value for o in sharded) + n_dt * per.value
+    assert per is not None
+    added = sum(disp.fw_a_us if o.phase == "F" else disp.bw_a_us for o in sharded) \
+        + n_dt * per.value
     tp_free = simulate(tr, SimConfig(tp=2, **kw), comm=comm)
     tp_cost = simulate(tr, SimConfig(tp=2, optimizer_foreach=False, **kw), comm=comm)
     assert tp_free.iteration_time_us == plain.iteration_time_us
@@ -188,3 +275,35 @@ def test_skew_slope_and_collective_correction(prof: CommProfile) -> None:
                                                    "sync_us": [100.0 - 0.01 * w for w in work]})
     assert skew(flat).kappa == 0.0  # type: ignore[union-attr]
     assert skew(dataclasses.replace(prof, calibration={})) is None
+
+
+def test_simulate_prices_dtensor_calls_by_their_activation_bytes(mesh_prof: CommProfile,
+                                                                 tmp_path: Path) -> None:
+    tr = gpt_trace(2)  # traced micro-batch 2
+    kw: dict = dict(vocab_parallel=False, optimizer_foreach=False)
+    with_cal = save_comm_profile(mesh_prof, tmp_path / "m.json")
+    no_cal = save_comm_profile(dataclasses.replace(mesh_prof, calibration={}),
+                               tmp_path / "n.json")
+    disp = dtensor_dispatch(mesh_prof)
+    per = optimizer_per_param(mesh_prof, foreach=False, params=OPTIM_PARAMS)
+    assert disp is not None and per is not None
+    wl = extract_workload(tr)
+    fw_ops = {o.index: o for o in wl.ops if o.phase == "F"}
+    owned = params_per_module(wl)
+    n_dt = sum(owned.get(o.module, 0) for o in wl.ops
+               if o.phase == "F" and o.role in ("column", "row"))
+    for mb in (2, 8):
+        tp = simulate(tr, SimConfig(tp=2, micro_batch=mb, comm_profile=str(with_cal), **kw))
+        bare = simulate(tr, SimConfig(tp=2, micro_batch=mb, comm_profile=str(no_cal), **kw))
+        assert tp.calibration["compute_contention"]["value"] == 1.0  # 2 ranks, 2 idle cores
+        added = n_dt * per.value
+        for o in wl.ops:
+            if o.role not in ("column", "row"):
+                continue
+            f = o if o.phase == "F" else fw_ops[o.fw]
+            # the replicated side of the pair, at the target micro-batch
+            nbytes = (f.in_bytes if o.role == "column" else f.out_bytes) * mb / 2
+            added += disp.fw_us(nbytes) if o.phase == "F" else disp.bw_us(nbytes)
+        assert tp.ranks[0].compute_us - bare.ranks[0].compute_us == pytest.approx(added,
+                                                                                  rel=1e-6)
+        assert any("us/MiB of activation" in m for m in tp.models)

@@ -166,7 +166,13 @@ def test_gloo_profile_carries_host_calibration() -> None:
         fsdp_unit,
         skew,
     )
-    from echo_sim.measure.host_overheads import FSDP_UNITS, OPTIM_PARAMS, OVERLAP_BYTES
+    from echo_sim.measure.host_overheads import (
+        FSDP_CONFIGS,
+        FSDP_UNITS,
+        OPTIM_PARAMS,
+        OVERLAP_BYTES,
+        TP_SHAPES,
+    )
 
     prof = measure_comm_profile(ProfileSpec(nproc=2, sizes_bytes=(4096,), iters=2, warmup=1,
                                             ops=("all_reduce",), backend="gloo",
@@ -174,9 +180,17 @@ def test_gloo_profile_carries_host_calibration() -> None:
     cal = prof.calibration
     assert prof.cpu_count >= 1 and prof.threads_per_rank >= 1 and prof.load_avg >= 0
     assert len(cal["contention_alone_us"]) == 15 and len(cal["contention_busy_us"]) == 30
-    for key in ("dtensor_fw_us", "plain_fw_us", "optim_dtensor_loop_us", "copy_bytes_per_us"):
+    for key in ("optim_dtensor_loop_cpu_us", "optim_plain_foreach_cpu_us", "copy_bytes_per_us"):
         assert len(cal[key]) == 30 and min(cal[key]) > 0, key  # 15 per rank
-    assert cal["fsdp_params"] == [2.0, 6.0] and len(cal["fsdp_fw_us"]) == 4
+    # the tensor-parallel pair: 15 rounds x every size x 2 ranks, thread CPU times
+    assert cal["tp_act_bytes"] == [float(t * h * 4) for t, h in TP_SHAPES]
+    for key in ("tp_fw_cpu_us", "tp_bw_cpu_us", "tp_plain_fw_cpu_us", "tp_plain_bw_cpu_us"):
+        assert len(cal[key]) == 15 * len(TP_SHAPES) * 2 and min(cal[key]) > 0, key
+    # FSDP2 on the world mesh: one median per configuration and rank
+    assert cal["fsdp_params"] == [2.0 * n for n, _ in FSDP_CONFIGS]
+    assert cal["fsdp_unit_bytes"] == [4.0 * n * (h * h + h) for n, h in FSDP_CONFIGS]
+    assert len(cal["fsdp_fw_cpu_us"]) == len(cal["fsdp_bw_cpu_us"]) == 2 * len(FSDP_CONFIGS)
+    assert "dtensor_fw_us" not in cal  # the one-rank-mesh samples of older profiles
     assert len(cal["sync_us"]) == len(cal["sync_work_us"]) == 90  # 15 rounds x 3 x 2 ranks
     # overlap rounds: every size in every round, on both ranks, aligned lists
     n = 15 * len(OVERLAP_BYTES) * 2

@@ -5,8 +5,10 @@ Every figure is calibrated from the host microbenchmarks a communication profile
 with their spread, clamped to what is physically possible. Nothing is fitted to a job being
 predicted. The contention factor is a ratio of medians (both sides see the same load). The
 per-call costs (DTensor, optimizer, FSDP2 hooks) are the intrinsic cost of a short CPU
-operation against a plain reference of the same shapes interleaved with it: the **fastest**
-sample of each, since other tenants' load only ever adds time (Chen & Revels 2016, "Robust
+operation against a plain reference of the same shapes interleaved with it: the median of
+the calling thread's CPU time where the profile has it (other tenants' load and peer waits
+do not enter a thread's CPU time), else the **fastest** wall-time sample of each, since
+other tenants' load only ever adds time (Chen & Revels 2016, "Robust
 benchmarking in noisy environments", arXiv:1608.04295): ``extra = min(t_dtensor) -
 min(t_plain)``. (A ratio of the two is no better: on a loaded host the longer call is
 preempted more often than the shorter.) The caller scales them by the job's own
@@ -19,11 +21,18 @@ contention factor like every other op.
   ``[1, k · threads_per_rank]`` (at worst every thread of every rank on one core).
 * :func:`dtensor_dispatch` — per call of a tensor-parallel Linear
   (``ColwiseParallel``/``RowwiseParallel``), the extra host time of DTensor's dispatch,
-  sharding propagation and redistribution (PyTorch DTensor, ``torch.distributed.tensor``):
-  ``(t_dtensor_pair - t_plain_pair) / 2`` for forward and backward, ``>= 0``.
+  sharding propagation and redistribution (PyTorch DTensor, ``torch.distributed.tensor``),
+  the issue of its collectives and the bookkeeping of their waits:
+  ``(t_dtensor_pair - t_plain_pair) / 2`` for forward and backward, ``>= 0``, as a line
+  ``a + b · S`` in the pair's activation bytes ``S`` (tokens × hidden × element size, the
+  replicated tensor at the column/row boundary) through the two measured sizes. Profiles
+  with the world-mesh samples (thread CPU time, so peer waits and preemption stay out)
+  use their **medians**; older profiles (one-rank mesh, wall time) their fastest samples
+  and ``b = 0``.
 * :func:`optimizer_per_param` — extra time per DTensor parameter of one optimizer step:
   ``(t_step(DTensor params) - t_step(plain params)) / n`` with the same implementation
-  (per-parameter loop or multi-tensor ``foreach``), ``>= 0``. PyTorch's optimizers run
+  (per-parameter loop or multi-tensor ``foreach``), ``>= 0`` (medians of thread CPU times
+  on the world mesh; fastest wall times in older profiles). PyTorch's optimizers run
   every tensor op of the update once per parameter in the loop implementation, so each
   DTensor parameter pays DTensor's dispatch ~10 times (``torch/optim/adamw.py``).
 * :func:`skew` — rank skew between synchronisations on a shared host: the wait at a
@@ -50,10 +59,14 @@ contention factor like every other op.
   one communication thread), and taken as 1 when every rank's threads plus its
   communication thread fit the free cores. Between measured sizes, linear in ``log S``.
 * :func:`fsdp_unit` — per FSDP2 unit (``fully_shard``) and pass: the host time of its hooks
-  (pre-forward all-gather copy-in / copy-out, DTensor parameter swaps, post-backward
-  reduce-scatter copy-in, Zhao et al. 2023 §3 / ``torch/distributed/fsdp/_fully_shard``):
-  ``a + b · params_in_unit`` fitted through the two measured parameter counts, plus the
-  copy-in/copy-out bytes at the measured memcpy bandwidth (:func:`fsdp_copy_us`).
+  (pre-forward all-gather copy-in / copy-out, buffer allocation, the collective's issue,
+  DTensor parameter swaps, post-backward reduce-scatter copy-in,
+  Zhao et al. 2023 §3 / ``torch/distributed/fsdp/_fully_shard``):
+  ``a + b · params_in_unit + c · unit_bytes`` through the medians of thread CPU time on
+  the world mesh at three (parameters, bytes) configurations (least squares, each term
+  ``>= 0``). Older profiles (one-rank mesh, fastest wall times, one width): ``c = 0``
+  through the two parameter counts, plus the copy-in/copy-out bytes at the measured memcpy
+  bandwidth (:func:`fsdp_copy_us`).
 """
 
 from __future__ import annotations
@@ -74,11 +87,13 @@ __all__ = [
     "FsdpUnitCost",
     "contention",
     "fair_share_bound",
+    "DTensorCost",
     "dtensor_dispatch",
     "fsdp_copy_us",
     "floor",
     "fsdp_unit",
     "optimizer_per_param",
+    "plane_fit",
     "robust",
     "skew",
     "Skew",
@@ -177,21 +192,72 @@ def fair_share_bound(ranks: int, threads: int, cpu_count: int, load_avg: float) 
     return max(alone / together, 1.0)
 
 
-def dtensor_dispatch(profile: CommProfile | None) -> tuple[Calibrated, Calibrated] | None:
-    """(forward, backward) extra µs per tensor-parallel Linear call (see module), or None."""
+@dataclass(frozen=True, kw_only=True)
+class DTensorCost:
+    """Extra host µs per tensor-parallel Linear call: ``a + b · S`` per pass, ``S`` the
+    replicated activation bytes at the column/row boundary (see module)."""
+
+    fw_a_us: float
+    fw_b_us_per_byte: float
+    bw_a_us: float
+    bw_b_us_per_byte: float
+    samples: int
+    notes: tuple[str, str]
+
+    def fw_us(self, nbytes: float) -> float:
+        return self.fw_a_us + self.fw_b_us_per_byte * max(nbytes, 0.0)
+
+    def bw_us(self, nbytes: float) -> float:
+        return self.bw_a_us + self.bw_b_us_per_byte * max(nbytes, 0.0)
+
+
+def dtensor_dispatch(profile: CommProfile | None) -> DTensorCost | None:
+    """The extra cost per tensor-parallel Linear call (see module), or None."""
+    mesh = _get(profile, "tp_fw_cpu_us", "tp_plain_fw_cpu_us", "tp_bw_cpu_us",
+                "tp_plain_bw_cpu_us", "tp_act_bytes")
+    if mesh is not None:
+        return _dtensor_mesh(mesh)
     got = _get(profile, "dtensor_fw_us", "plain_fw_us", "dtensor_bw_us", "plain_bw_us")
     if got is None:
         return None
-    out = []
+    vals, notes = [], []
     for (dt, pl), phase in ((got[0:2], "forward"), (got[2:4], "backward")):
         d, spread = floor(dt)
         p, _ = floor(pl)
         v = max(d - p, 0.0) / 2
-        out.append(Calibrated(value=v, spread_pct=spread, samples=len(dt), note=(
-            f"DTensor {phase}: +{v:.0f} us per tensor-parallel Linear ((fastest {d:.0f} - "
-            f"{p:.0f} us) / 2 of a Colwise+Rowwise pair on a one-rank mesh, {len(dt)} "
-            f"samples, spread {spread:.0f}%)")))
-    return out[0], out[1]
+        vals.append(v)
+        notes.append(f"DTensor {phase}: +{v:.0f} us per tensor-parallel Linear ((fastest "
+                     f"{d:.0f} - {p:.0f} us) / 2 of a Colwise+Rowwise pair on a one-rank "
+                     f"mesh, {len(dt)} samples, spread {spread:.0f}%)")
+    return DTensorCost(fw_a_us=vals[0], fw_b_us_per_byte=0.0, bw_a_us=vals[1],
+                       bw_b_us_per_byte=0.0, samples=len(got[0]), notes=(notes[0], notes[1]))
+
+
+def _dtensor_mesh(got: list[list[float]]) -> DTensorCost | None:
+    """World-mesh samples: per size, (median DTensor - median plain) / 2; a line in bytes."""
+    fw, fw_pl, bw, bw_pl, sizes = got
+    k = len(sizes)
+    if len({len(fw), len(fw_pl), len(bw), len(bw_pl)}) != 1 or len(fw) < k:
+        return None
+    idx = {x: [i for i in range(len(fw)) if sizes[i % k] == x] for x in sizes}
+    coef, notes = [], []
+    for dt, pl, phase in ((fw, fw_pl, "forward"), (bw, bw_pl, "backward")):
+        xs, ys = [], []
+        for x, ii in idx.items():
+            xs.append(x)
+            ys.append(max(statistics.median(dt[i] for i in ii)
+                          - statistics.median(pl[i] for i in ii), 0.0) / 2)
+        a, b = _line(xs, ys)
+        _, spread = robust(dt)
+        coef.append((a, b))
+        pts = ", ".join(f"{y:.0f} us at {_size(x)}" for x, y in sorted(zip(xs, ys,
+                                                                            strict=True)))
+        notes.append(f"DTensor {phase}: +{a:.0f} us + {b * (1 << 20):.0f} us/MiB of activation "
+                     f"per tensor-parallel Linear ({pts}: median thread CPU time of a "
+                     f"Colwise+Rowwise pair on the profiled ranks' mesh minus the plain "
+                     f"shard pair, / 2; {len(fw)} samples, spread {spread:.0f}%)")
+    return DTensorCost(fw_a_us=coef[0][0], fw_b_us_per_byte=coef[0][1], bw_a_us=coef[1][0],
+                       bw_b_us_per_byte=coef[1][1], samples=len(fw), notes=(notes[0], notes[1]))
 
 
 def optimizer_per_param(profile: CommProfile | None, *, foreach: bool,
@@ -202,15 +268,22 @@ def optimizer_per_param(profile: CommProfile | None, *, foreach: bool,
     (:data:`echo_sim.measure.host_overheads.OPTIM_PARAMS`).
     """
     impl = "foreach" if foreach else "loop"
-    got = _get(profile, f"optim_dtensor_{impl}_us", f"optim_plain_{impl}_us")
-    if got is None or params < 1:
-        return None
-    d, spread = floor(got[0])
-    p, _ = floor(got[1])
-    v = max(d - p, 0.0) / params
     how = "multi-tensor foreach" if foreach else "per-parameter loop"
+    if params < 1:
+        return None
+    got = _get(profile, f"optim_dtensor_{impl}_cpu_us", f"optim_plain_{impl}_cpu_us")
+    if got is not None:
+        (d, spread), (p, _) = robust(got[0]), robust(got[1])
+        stat = "median thread CPU time of a step"
+    else:
+        got = _get(profile, f"optim_dtensor_{impl}_us", f"optim_plain_{impl}_us")
+        if got is None:
+            return None
+        (d, spread), (p, _) = floor(got[0]), floor(got[1])
+        stat = "fastest step"
+    v = max(d - p, 0.0) / params
     return Calibrated(value=v, spread_pct=spread, samples=len(got[0]), note=(
-        f"optimizer: +{v:.1f} us per DTensor parameter ({how}; fastest step over {params} "
+        f"optimizer: +{v:.1f} us per DTensor parameter ({how}; {stat} over {params} "
         f"parameters {d:.0f} us DTensor vs {p:.0f} us plain, spread {spread:.0f}%)"))
 
 
@@ -263,7 +336,9 @@ def skew(profile: CommProfile | None) -> Skew | None:
 
 @dataclass(frozen=True, kw_only=True)
 class FsdpUnitCost:
-    """Host µs of one FSDP2 unit per pass: ``a_us + b_us_per_param · params``."""
+    """Host µs of one FSDP2 unit per pass: ``a_us + b_us · params + c_us · bytes``
+    (``bytes``: the unit's unsharded parameter bytes). ``copy_bytes_per_us`` > 0: the
+    copies are not in ``a, b, c`` and cost :func:`fsdp_copy_us` on top."""
 
     fw_a_us: float
     fw_b_us: float
@@ -271,12 +346,14 @@ class FsdpUnitCost:
     bw_b_us: float
     copy_bytes_per_us: float
     note: str
+    fw_c_us_per_byte: float = 0.0
+    bw_c_us_per_byte: float = 0.0
 
-    def fw_us(self, params: int) -> float:
-        return self.fw_a_us + self.fw_b_us * params
+    def fw_us(self, params: int, nbytes: float = 0.0) -> float:
+        return self.fw_a_us + self.fw_b_us * params + self.fw_c_us_per_byte * nbytes
 
-    def bw_us(self, params: int) -> float:
-        return self.bw_a_us + self.bw_b_us * params
+    def bw_us(self, params: int, nbytes: float = 0.0) -> float:
+        return self.bw_a_us + self.bw_b_us * params + self.bw_c_us_per_byte * nbytes
 
 
 def _line(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float]:
@@ -291,12 +368,51 @@ def _line(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float]:
     return a, b
 
 
+def plane_fit(ps: Sequence[float], bs: Sequence[float], ys: Sequence[float]) -> tuple[float, ...]:
+    """(a, b, c) of y = a + b·p + c·s by least squares over the medians per (p, s), every
+    coefficient >= 0 (a negative one is dropped and the rest refitted)."""
+    by: dict[tuple[float, float], list[float]] = {}
+    for p, s_, v in zip(ps, bs, ys, strict=True):
+        by.setdefault((p, s_), []).append(v)
+    keys = sorted(by)
+    x = np.array([[1.0, p, s_] for p, s_ in keys])
+    y = np.array([statistics.median(by[k]) for k in keys])
+    free = [0, 1, 2]
+    coef = np.zeros(3)
+    while free:
+        sol, *_ = np.linalg.lstsq(x[:, free], y, rcond=None)
+        if (sol >= 0).all():
+            coef[free] = sol
+            break
+        free.pop(int(np.argmin(sol)))
+    return float(coef[0]), float(coef[1]), float(coef[2])
+
+
 def fsdp_unit(profile: CommProfile | None) -> FsdpUnitCost | None:
     """The per-unit FSDP2 host cost (see module), or None without calibration samples.
 
-    ``fsdp_fw_us`` / ``fsdp_bw_us`` hold one median per (rank, configuration), ranks in
-    turn; ``fsdp_params[i % len(fsdp_params)]`` is sample i's parameters per unit.
+    ``fsdp_fw_cpu_us`` / ``fsdp_bw_cpu_us`` (or the older ``fsdp_fw_us`` / ``fsdp_bw_us``)
+    hold one median per (rank, configuration), ranks in turn; ``fsdp_params[i % k]`` and
+    ``fsdp_unit_bytes[i % k]`` are sample i's parameters and bytes per unit.
     """
+    mesh = _get(profile, "fsdp_fw_cpu_us", "fsdp_bw_cpu_us", "fsdp_params", "fsdp_unit_bytes")
+    if mesh is not None:
+        fw, bw, ps, nb = mesh
+        k = len(ps)
+        if k < 3 or len(nb) != k:
+            return None
+        xp = [ps[i % k] for i in range(len(fw))]
+        xb = [nb[i % k] for i in range(len(fw))]
+        fa, fb, fc = plane_fit(xp, xb, fw)
+        ba, bb, bc = plane_fit(xp, xb, bw)
+        mib = 1 << 20
+        return FsdpUnitCost(
+            fw_a_us=fa, fw_b_us=fb, bw_a_us=ba, bw_b_us=bb, copy_bytes_per_us=0.0,
+            fw_c_us_per_byte=fc, bw_c_us_per_byte=bc, note=(
+                f"FSDP2 hooks per unit: forward {fa:.0f} + {fb:.1f}/param + {fc * mib:.0f}/MiB "
+                f"us, backward {ba:.0f} + {bb:.1f}/param + {bc * mib:.0f}/MiB us (thread CPU "
+                f"time on the profiled ranks' mesh, copies and allocation included; "
+                f"{len(fw)} configuration medians)"))
     got = _get(profile, "fsdp_fw_us", "fsdp_bw_us", "fsdp_params", "copy_bytes_per_us")
     if got is None or len(set(got[2])) < 2:
         return None

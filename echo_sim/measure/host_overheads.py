@@ -4,24 +4,31 @@ Run inside :mod:`echo_sim.measure.profile_comm`'s worker processes (the process 
 up; every rank calls :func:`measure_host_overheads` at once) when the backend is gloo on CPU.
 Each quantity is measured as many short samples (one call each, well under a scheduler
 time slice, so that on a loaded host some run unpreempted), kept raw, so that
-:mod:`echo_sim.cost.cpu_overheads` takes the fastest as the intrinsic cost and reports the
+:mod:`echo_sim.cost.cpu_overheads` takes the fastest wall-time sample (or the median of
+thread CPU times, which other load does not inflate) as the intrinsic cost and reports the
 spread:
 
 * ``contention_alone_us`` / ``contention_busy_us``: the same fixed compute on rank 0 while
   the other ranks block in a collective, then on every rank at once — interleaved round by
   round, so that host load drifting during the measurement hits both alike;
-* ``dtensor_fw_us`` / ``dtensor_bw_us`` and ``plain_fw_us`` / ``plain_bw_us``: forward and
-  backward of a column- + row-parallel Linear pair (``parallelize_module`` with
-  ``ColwiseParallel`` / ``RowwiseParallel``) on a one-rank device mesh, against the plain
-  Linear pair of the same shapes. One-rank mesh: DTensor's dispatch, sharding propagation
-  and redistribution calls all run, but no peer wait enters the samples;
-* ``optim_plain_loop_us`` / ``optim_dtensor_loop_us`` / ``optim_plain_foreach_us`` /
-  ``optim_dtensor_foreach_us``: one AdamW step over :data:`OPTIM_PARAMS` small parameters,
-  per-parameter (``foreach=False``) or multi-tensor (``foreach=True``), plain or DTensor;
-* ``fsdp_fw_us`` / ``fsdp_bw_us`` (per FSDP2 unit) at two parameter counts per unit
-  (``fsdp_params`` lists them) against the plain model: FSDP2's per-unit hooks, copy-in /
-  copy-out and DTensor parameter swaps on a one-rank mesh (fastest FSDP2 minus fastest
-  plain, per unit: one value per rank and parameter count);
+* ``tp_fw_cpu_us`` / ``tp_bw_cpu_us`` and ``tp_plain_fw_cpu_us`` / ``tp_plain_bw_cpu_us``
+  at the activation sizes ``tp_act_bytes`` (sample ``i`` is size ``i % len(tp_act_bytes)``):
+  forward and backward of a column- + row-parallel Linear pair (``parallelize_module`` with
+  ``ColwiseParallel`` / ``RowwiseParallel``) on the **world** device mesh — DTensor's
+  dispatch, sharding propagation and redistribution, the collectives' issue and the waits'
+  bookkeeping, as in the job — against the plain Linear pair of the local shard's shapes.
+  Each sample is the calling thread's **CPU time** (``time.thread_time``): a peer wait
+  blocks the thread and does not enter it, and neither does preemption by other load;
+* ``optim_plain_loop_cpu_us`` / ``optim_dtensor_loop_cpu_us`` /
+  ``optim_plain_foreach_cpu_us`` / ``optim_dtensor_foreach_cpu_us``: one AdamW step over
+  :data:`OPTIM_PARAMS` small parameters, per-parameter (``foreach=False``) or multi-tensor
+  (``foreach=True``), plain or DTensor (``Shard(0)`` on the world mesh), thread CPU time;
+* ``fsdp_fw_cpu_us`` / ``fsdp_bw_cpu_us`` per FSDP2 unit at the configurations
+  :data:`FSDP_CONFIGS` (``fsdp_params`` / ``fsdp_unit_bytes`` list each one's parameters and
+  unsharded bytes per unit) against the plain model: FSDP2's per-unit hooks, copy-in /
+  copy-out, buffer allocation, the collectives' issue and DTensor parameter swaps on the
+  world mesh (median thread CPU time of FSDP2 minus that of plain, per unit: one value per
+  rank and configuration);
 * ``sync_work_us`` / ``sync_us``: a 4 KiB all-reduce (slowest rank's clock) right after 0,
   1 or 2 runs of the contention work on every rank, against that rank's work time — how
   the wait at a synchronisation grows with the compute before it;
@@ -40,15 +47,20 @@ The one place besides :mod:`echo_sim.measure.profile_comm` that imports torch.
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["FSDP_UNITS", "OPTIM_PARAMS", "OVERLAP_BYTES", "measure_host_overheads"]
+__all__ = ["FSDP_CONFIGS", "FSDP_UNITS", "OPTIM_PARAMS", "OVERLAP_BYTES", "TP_SHAPES", "measure_host_overheads"]
 
 OPTIM_PARAMS = 4  # parameters in the optimizer microbenchmark
 FSDP_UNITS = 2  # fully_shard units in the FSDP2 microbenchmark
+# (Linears per unit, their width): a per-unit, a per-parameter and a per-byte part
+FSDP_CONFIGS = ((1, 32), (3, 32), (1, 256))
 OVERLAP_BYTES = (64 << 10, 1 << 20, 8 << 20)  # all-reduce sizes of the overlap rounds
+# (tokens, hidden) of the tensor-parallel pair: a per-call and a per-byte part of DTensor's cost
+TP_SHAPES = ((64, 32), (1024, 128))
 _SAMPLES = 15  # samples per quantity: each short (< ~1 ms), so that some escape preemption
 _HIDDEN = 32  # small shapes: the overheads measured here are per call, not per byte
 _TOKENS = 64
@@ -146,18 +158,23 @@ def _pair(nn: Any, h: int) -> Any:
     return nn.Sequential(nn.Linear(h, 4 * h), nn.Linear(4 * h, h))
 
 
-def _fw_bw(model: Any, x: Any, reps: int) -> tuple[list[float], list[float]]:
-    fw, bw = [], []
-    for i in range(reps + 1):
-        t0 = time.perf_counter()
-        out = model(x)
-        t1 = time.perf_counter()
-        out.sum().backward()
-        t2 = time.perf_counter()
-        if i:  # the first call builds caches
-            fw.append((t1 - t0) * 1e6)
-            bw.append((t2 - t1) * 1e6)
-    return fw, bw
+def _cpu_us(fn: Callable[[], Any]) -> float:
+    """The calling thread's CPU time of ``fn()`` (µs): blocked waits do not count."""
+    c0 = time.thread_time()
+    fn()
+    return (time.thread_time() - c0) * 1e6
+
+
+def _fw_bw_cpu(model: Any, x: Any) -> tuple[float, float]:
+    """Thread CPU µs of ``model(x)`` and of its backward, after a barrier (the ranks in
+    step, as a job's tensor-parallel or FSDP2 peers)."""
+    import torch.distributed as dist
+
+    dist.barrier()
+    got: list[Any] = []
+    f = _cpu_us(lambda: got.append(model(x)))
+    b = _cpu_us(lambda: got[0].sum().backward())
+    return f, b
 
 
 def _tensor_parallel(mesh: Any, reps: int) -> dict[str, list[float]]:
@@ -169,21 +186,26 @@ def _tensor_parallel(mesh: Any, reps: int) -> dict[str, list[float]]:
         parallelize_module,
     )
 
-    x = torch.randn(_TOKENS, _HIDDEN)
-    tp = parallelize_module(_pair(nn, _HIDDEN), mesh, {"0": ColwiseParallel(),
-                                                      "1": RowwiseParallel()})
-    plain = _pair(nn, _HIDDEN)
-    out: dict[str, list[float]] = {k: [] for k in ("dtensor_fw_us", "dtensor_bw_us",
-                                                   "plain_fw_us", "plain_bw_us")}
-    _fw_bw(tp, x, 1)
-    _fw_bw(plain, x, 1)
-    for _ in range(reps):  # interleaved, so that load drift hits both alike
-        (f,), (b,) = _fw_bw(tp, x, 1)
-        out["dtensor_fw_us"].append(f)
-        out["dtensor_bw_us"].append(b)
-        (f,), (b,) = _fw_bw(plain, x, 1)
-        out["plain_fw_us"].append(f)
-        out["plain_bw_us"].append(b)
+    n = mesh.size()
+    keys = ("tp_fw_cpu_us", "tp_bw_cpu_us", "tp_plain_fw_cpu_us", "tp_plain_bw_cpu_us")
+    out: dict[str, list[float]] = {k: [] for k in (*keys, "tp_act_bytes")}
+    cases = []
+    for tokens, h in TP_SHAPES:
+        x = torch.randn(tokens, h)
+        tp = parallelize_module(_pair(nn, h), mesh, {"0": ColwiseParallel(),
+                                                    "1": RowwiseParallel()})
+        local = nn.Sequential(nn.Linear(h, 4 * h // n), nn.Linear(4 * h // n, h))
+        cases.append((x, tp, local))
+        out["tp_act_bytes"].append(float(x.numel() * x.element_size()))
+
+    for x, tp, local in cases:  # warm-up: caches, sharding propagation
+        _fw_bw_cpu(tp, x)
+        _fw_bw_cpu(local, x)
+    for _ in range(reps):  # interleaved, so that drift hits both alike; sizes round-robin
+        for x, tp, local in cases:
+            for (f, b), pre in ((_fw_bw_cpu(tp, x), "tp"), (_fw_bw_cpu(local, x), "tp_plain")):
+                out[f"{pre}_fw_cpu_us"].append(f)
+                out[f"{pre}_bw_cpu_us"].append(b)
     return out
 
 
@@ -198,17 +220,17 @@ def _optimizer(mesh: Any, reps: int) -> dict[str, list[float]]:
     for p in (*plain, *dt):
         p.grad = torch.ones_like(p)
     opts = {
-        "optim_plain_loop_us": torch.optim.AdamW(plain, foreach=False),
-        "optim_dtensor_loop_us": torch.optim.AdamW(dt, foreach=False),
-        "optim_plain_foreach_us": torch.optim.AdamW(plain, foreach=True),
-        "optim_dtensor_foreach_us": torch.optim.AdamW(dt, foreach=True),
+        "optim_plain_loop_cpu_us": torch.optim.AdamW(plain, foreach=False),
+        "optim_dtensor_loop_cpu_us": torch.optim.AdamW(dt, foreach=False),
+        "optim_plain_foreach_cpu_us": torch.optim.AdamW(plain, foreach=True),
+        "optim_dtensor_foreach_cpu_us": torch.optim.AdamW(dt, foreach=True),
     }
     out: dict[str, list[float]] = {k: [] for k in opts}
     for opt in opts.values():
         opt.step()  # builds the state
     for _ in range(reps):
         for k, opt in opts.items():
-            out[k].append(_time_us(opt.step))
+            out[k].append(_cpu_us(opt.step))
     return out
 
 
@@ -217,13 +239,13 @@ def _fsdp(mesh: Any, reps: int) -> dict[str, list[float]]:
     from torch import nn
     from torch.distributed.fsdp import fully_shard
 
-    x = torch.randn(_TOKENS, _HIDDEN)
-    out: dict[str, list[float]] = {"fsdp_fw_us": [], "fsdp_bw_us": [], "fsdp_params": []}
-    for linears in (1, 3):  # 2 and 6 parameters per unit: per-unit and per-parameter parts
+    out: dict[str, list[float]] = {k: [] for k in ("fsdp_fw_cpu_us", "fsdp_bw_cpu_us",
+                                                   "fsdp_params", "fsdp_unit_bytes")}
+    for linears, h in FSDP_CONFIGS:
+        x = torch.randn(_TOKENS, h)
 
-        def build(linears: int = linears) -> Any:
-            return nn.Sequential(*(nn.Sequential(*(nn.Linear(_HIDDEN, _HIDDEN)
-                                                   for _ in range(linears)))
+        def build(linears: int = linears, h: int = h) -> Any:
+            return nn.Sequential(*(nn.Sequential(*(nn.Linear(h, h) for _ in range(linears)))
                                    for _ in range(FSDP_UNITS)))
 
         sharded = build()
@@ -231,13 +253,19 @@ def _fsdp(mesh: Any, reps: int) -> dict[str, list[float]]:
             fully_shard(unit, mesh=mesh)
         fully_shard(sharded, mesh=mesh)
         plain = build()
-        f1, b1 = _fw_bw(sharded, x, reps)
-        f0, b0 = _fw_bw(plain, x, reps)
-        # fastest samples: the intrinsic cost (see echo_sim.cost.cpu_overheads); the root
-        # holds no parameters of its own, so every unit costs alike
-        out["fsdp_fw_us"].append(max(min(f1) - min(f0), 0.0) / FSDP_UNITS)
-        out["fsdp_bw_us"].append(max(min(b1) - min(b0), 0.0) / FSDP_UNITS)
+        samples: dict[str, list[float]] = {"f1": [], "b1": [], "f0": [], "b0": []}
+        for i in range(reps + 1):
+            for model, tag in ((sharded, "1"), (plain, "0")):
+                f, b = _fw_bw_cpu(model, x)
+                if i:  # the first call builds caches
+                    samples["f" + tag].append(f)
+                    samples["b" + tag].append(b)
+        med = {k: statistics.median(v) for k, v in samples.items()}
+        # the root holds no parameters of its own, so every unit costs alike
+        out["fsdp_fw_cpu_us"].append(max(med["f1"] - med["f0"], 0.0) / FSDP_UNITS)
+        out["fsdp_bw_cpu_us"].append(max(med["b1"] - med["b0"], 0.0) / FSDP_UNITS)
         out["fsdp_params"].append(2.0 * linears)
+        out["fsdp_unit_bytes"].append(4.0 * linears * (h * h + h))
     return out
 
 
@@ -258,20 +286,18 @@ def measure_host_overheads(rank: int, nproc: int, work: Callable[[], Any], *,
     Collective: every rank must call it.
     """
     import torch.distributed as dist
-    from torch.distributed.device_mesh import DeviceMesh
+    from torch.distributed.device_mesh import init_device_mesh
 
     alone, busy = _contention(rank, rounds, work)
     out: dict[str, list[float]] = {"contention_alone_us": alone, "contention_busy_us": busy}
     out.update(_sync_wait(rounds, work))
     out.update(_overlap(rounds, work))
-    # one-rank meshes: each rank measures on its own, at the same time as the others (so
-    # the host is as shared as in the job); groups are created collectively
-    solo = [dist.new_group([r]) for r in range(nproc)]
-    mesh = DeviceMesh.from_group(solo[rank], "cpu")
     reps = _SAMPLES
-    out.update(_tensor_parallel(mesh, reps))
-    out.update(_optimizer(mesh, reps))
-    out.update(_fsdp(mesh, reps))
+    # the world mesh: tensor parallelism over every profiled rank, as the job's
+    world = init_device_mesh("cpu", (nproc,))
+    out.update(_tensor_parallel(world, reps))
+    out.update(_optimizer(world, reps))
+    out.update(_fsdp(world, reps))
     out["copy_bytes_per_us"] = _copy_bw(reps)
     dist.barrier()
     return out

@@ -329,7 +329,7 @@ def _host_overheads(spec: ProfileSpec, rank: int, nproc: int, device: Any,
     pooled: dict[str, list[float]] = {}
     for r, samples in enumerate(every):
         for k, v in samples.items():
-            if k == "fsdp_params" and r:
+            if k in ("fsdp_params", "fsdp_unit_bytes", "tp_act_bytes") and r:  # the same on every rank
                 continue
             pooled.setdefault(k, []).extend(float(x) for x in v)
     return pooled

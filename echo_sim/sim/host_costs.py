@@ -5,12 +5,14 @@ A one-process trace runs plain tensors; the predicted job may run DTensor parame
 communication profile with host calibration samples, this adds, on the compute stream:
 
 * tensor parallel: DTensor dispatch per forward and backward call of every sharded Linear
-  (column/row, and vocab-parallel embedding/head when those are sharded), and the
+  (column/row, and vocab-parallel embedding/head when those are sharded) at its
+  replicated activation's bytes (a column op's input, a row op's output), and the
   optimizer's extra cost per DTensor parameter — per-parameter loop when the rank holds a
   mix of DTensor and plain parameters (foreach kernels take no mix), else the configured
   implementation;
-* FSDP2: the per-unit hook cost (forward and backward of every unit, each micro-batch)
-  plus its copy-in/copy-out bytes, and the optimizer's extra cost per (DTensor) parameter.
+* FSDP2: the per-unit hook cost (forward and backward of every unit, each micro-batch) by
+  its parameters and unsharded bytes (plus its copy-in/copy-out bytes at memcpy bandwidth
+  for older profiles, whose hook cost did not hold them), and the optimizer's extra cost per (DTensor) parameter.
 
 Each model appends the line it used to the returned descriptions; all are scaled by the
 host's compute contention factor, as the traced ops are.
@@ -52,11 +54,13 @@ def params_per_module(workload: Workload) -> dict[str, int]:
 
 def apply_host_costs(plan: Plan, workload: Workload, layout: Layout, *,
                      profile: CommProfile | None, fsdp: bool, vocab_parallel: bool,
-                     foreach: bool, slowdown: float = 1.0) -> list[str]:
+                     foreach: bool, slowdown: float = 1.0,
+                     mb_scale: float = 1.0) -> list[str]:
     """Add the costs of the module docstring to ``plan`` in place; returns descriptions.
 
     ``slowdown``: the compute contention factor the other ops got; the calibrated per-call
-    costs are intrinsic (fastest samples) and are scaled by it alike.
+    costs are intrinsic (CPU times or fastest samples) and are scaled by it alike.
+    ``mb_scale``: target micro-batch ÷ traced micro-batch (activation bytes scale).
     """
     if profile is None or (layout.tp == 1 and not fsdp):
         return []
@@ -68,12 +72,16 @@ def apply_host_costs(plan: Plan, workload: Workload, layout: Layout, *,
     t = plan.time_us
     disp = dtensor_dispatch(profile) if layout.tp > 1 else None
     if disp is not None:
-        fw_us, bw_us = disp[0].value * slowdown, disp[1].value * slowdown
+        fw_ops = {o.index: o for o in workload.ops if o.phase == "F"}
         for sp in plan.stages:
             for o in (*sp.fw, *sp.bw):
-                if o.role in sharded_roles:
-                    t[o.index] += fw_us if o.phase == "F" else bw_us
-        notes += [disp[0].note, disp[1].note]
+                if o.role not in sharded_roles:
+                    continue
+                f = o if o.phase == "F" else fw_ops.get(o.fw, o)
+                nbytes = (f.in_bytes if o.role == "column" else f.out_bytes) * mb_scale
+                t[o.index] += (disp.fw_us(nbytes) if o.phase == "F"
+                               else disp.bw_us(nbytes)) * slowdown
+        notes += list(disp.notes)
     unit_cost = fsdp_unit(profile) if fsdp else None
     if unit_cost is not None:
         for sp in plan.stages:
@@ -109,7 +117,7 @@ def _fsdp_units(fw: list[Op], bw: list[Op], workload: Workload, owned: dict[str,
             continue
         nbytes = sum(tp_param_bytes(o, layout.tp) for o in ops)
         c_fw, c_bw = fsdp_copy_us(nbytes, layout.dp, cost.copy_bytes_per_us)
-        times[ops[0].index] += (cost.fw_us(n) + c_fw) * slowdown
+        times[ops[0].index] += (cost.fw_us(n, nbytes) + c_fw) * slowdown
         first_bw = bw_units.get(unit)
         if first_bw:
-            times[first_bw[0].index] += (cost.bw_us(n) + c_bw) * slowdown
+            times[first_bw[0].index] += (cost.bw_us(n, nbytes) + c_bw) * slowdown

@@ -479,7 +479,8 @@ def _plan(config: SimConfig, workload: Workload, layout: Layout, base: np.ndarra
     slowdown = notes.calibration.get("compute_contention", {}).get("value", 1.0)
     notes.models.extend(apply_host_costs(plan, workload, layout, profile=host,
                                          fsdp=config.fsdp, vocab_parallel=config.vocab_parallel,
-                                         foreach=foreach, slowdown=slowdown))
+                                         foreach=foreach, slowdown=slowdown,
+                                         mb_scale=mb_scale))
     return plan
 
 
