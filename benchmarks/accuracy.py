@@ -91,9 +91,6 @@ SIZES: dict[str, tuple[str, ...]] = {
     "convattn": ("--blocks", "4", "--width", "64", "--heads", "4", "--micro-batch", "8"),
 }
 WORKLOAD_MODULE = {"convattn": "benchmarks.workloads.convattn"}  # others: examples.train
-# Busy-mode comm profile (echo_sim.measure.profile_comm): 5 ms of compute on every rank before each
-# timed collective, as the ranks of a training step arrive from compute; it also measures
-# the compute slowdown of 2 ranks sharing this host's cores.
 PP_MICRO_BATCHES = 4  # 1F1B over 4 micro-batches per step, so the schedule has a steady state
 
 

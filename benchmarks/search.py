@@ -11,7 +11,7 @@ best equals the exhaustive one.
 **ranking** — for each model (examples' GPT, and an MLP-Mixer from
 ``benchmarks/workloads/search_models.py``, not in examples/): trace a 1-process run at two
 micro-batch sizes (echo_trace capture), measure the gloo collectives once
-(``profile-comm --nproc 2`` busy mode), search the space {DDP, FSDP2, TP, PP(1F1B)} ×
+(``profile-comm --nproc 2``, idle mode as in accuracy.py), search the space {DDP, FSDP2, TP, PP(1F1B)} ×
 micro-batch on 2 processes of ``cpu-gloo`` with simulate's batch fit over both traces,
 then run every layout for real under torchrun (2 processes, ``OMP_NUM_THREADS=1``; median
 step time after ``--warmup`` steps, rank 0's clock; ``--reps`` repetitions, median). Reported:
@@ -235,8 +235,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     out: dict[str, Any] = {"benchmark": "search", "machine": {
         "python": platform.python_version(), "cpus": _cpus(), "processor": platform.processor(),
-        "note": "shared by 8 concurrent agents: wall times and measured step times are "
-                "noisy; load_avg_1min_before gives the load each case started under"}}
+        "load_avg_1min_at_start": round(os.getloadavg()[0], 2),
+        "note": "wall times and measured step times follow the host's load; "
+                "load_avg_1min_before gives the load each speed case started under"}}
     if a.part in ("speed", "all"):
         rows = []
         for name in a.cases.split(","):
@@ -259,8 +260,9 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory() as d:
             tmp = Path(d)
             profile = str(tmp / "comm.json")
-            _run([sys.executable, "-m", "echo_sim", "profile-comm", "--nproc", "2", "--busy-us",
-                  "5000", "--sizes", "1KB..4MB", "--iters", "5", "--no-progress", "-o", profile],
+            # the profile benchmarks/accuracy.py takes: idle mode, 15 timed runs per size
+            _run([sys.executable, "-m", "echo_sim", "profile-comm", "--nproc", "2",
+                  "--sizes", "1KB..16MB", "--iters", "15", "--no-progress", "-o", profile],
                  timeout=600)
             out["ranking"] = [ranking(m, profile, a.reps, a.steps, a.warmup, tmp)
                               for m in a.models.split(",")]
