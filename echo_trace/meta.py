@@ -79,6 +79,15 @@ def build_meta(*, config: Any, ranks: Any, clock: Any, modules: Any, rec: Any, c
         "memory_interval_ms": config.memory_interval_ms,
         "depth": config.depth,
     }
+    if modules is not None and modules.saved_per_call is not None:
+        # echo_trace.saved: autograd's saved tensors at the end of the window's first
+        # forward; per traced call (in call order), the bytes of the saved tensors its
+        # range made
+        meta["saved_activations"] = {
+            "micro_batch_size": detected,
+            "saved_bytes": modules.saved_total_bytes,
+            "per_call": modules.saved_per_call,
+        }
     if comm is not None:
         try:
             meta.update(comm.meta())

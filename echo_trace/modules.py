@@ -38,6 +38,7 @@ from torch import nn
 
 from echo_trace.flops import LINEAR, flops_kind, forward_flops
 from echo_trace.recorder import Recorder
+from echo_trace.saved import attribute, storage_key, walk_saved
 
 __all__ = ["WRAPPER_TYPES", "ModuleTracer", "forward_flops"]  # forward_flops: from flops
 
@@ -259,6 +260,15 @@ class ModuleTracer:
         self.tokens: int | None = None  # micro-batch × sequence when the input is token ids
         self._warned_no_grad = False
         self._warned_compiled = False
+        # saved-for-backward bytes beyond the traced outputs (echo_trace.saved): measured
+        # at the end of the window's first forward with autograd
+        self._saved_pending = False
+        self._saved_calls: list[tuple[str, int]] = []  # (path, last sequence number)
+        #: ``[[module path, saved bytes], ...]`` per traced call of that forward
+        #: (echo_trace.saved.attribute), or None
+        self.saved_per_call: list[list[Any]] | None = None
+        self.saved_total_bytes: int | None = None
+        self._warned_saved = False
         # the GPU (Kineto) timer attributes kernels to the innermost module: it needs the
         # CPU ranges of containers too
         self._mark_containers = bool(getattr(timer, "marks_containers", False))
@@ -283,6 +293,9 @@ class ModuleTracer:
 
         self._handles = [register_module_forward_pre_hook(self._pre),
                          register_module_forward_hook(self._post, always_call=True)]
+        if self.saved_per_call is None:
+            self._saved_pending = True
+            self._saved_calls = []
 
     def remove(self) -> None:
         """Remove every hook this tracer registered (idempotent)."""
@@ -478,6 +491,8 @@ class ModuleTracer:
             if top.__class__ is not _Call:
                 if self._mark_containers:
                     self.timer.close_range()
+                if not stack and self._saved_pending:
+                    self._measure_saved(output)
                 return  # not traced
             t1 = self.timer.now()
             call: _Call = top
@@ -494,6 +509,9 @@ class ModuleTracer:
                         grads.append(output)
             else:
                 out_bytes, first_out = _scan(output, grads)
+            if self._saved_pending:
+                self._note_saved_call(info.path, [output] if isinstance(output, torch.Tensor)
+                                      else grads)
             extra = {"in_bytes": call.in_bytes, "out_bytes": out_bytes}
             if info.flops_kind:
                 flops = forward_flops(info.flops_kind, info.flops_const, call.first_in,
@@ -525,6 +543,48 @@ class ModuleTracer:
                 self._last_node = id(out_node)
         except Exception as e:  # noqa: BLE001
             rec.fail("forward hook", e)
+
+    def _note_saved_call(self, path: str, outputs: list[torch.Tensor]) -> None:
+        """Remember a traced call's last autograd sequence number: its outputs' own
+        ``grad_fn`` (a view's, not its base's as for the BW hooks)."""
+        seqs = [t.grad_fn._sequence_nr() for t in outputs if t.grad_fn is not None]
+        if seqs:
+            self._saved_calls.append((path, int(max(seqs))))
+
+    def _measure_saved(self, output: Any) -> None:
+        """End of a root forward: measure what autograd saved (echo_trace.saved), once."""
+        calls, self._saved_calls = self._saved_calls, []
+        if not calls or not torch.is_grad_enabled():
+            return  # a forward without autograd: wait for one with it
+        self._saved_pending = False
+        try:
+            grads: list[torch.Tensor] = []
+            if isinstance(output, torch.Tensor):
+                grads = [output] if output.requires_grad else []
+            else:
+                _scan(output, grads)
+            roots = [g.grad_fn for g in grads if g.grad_fn is not None]
+            if not roots:
+                return
+            exclude: set[int] = set()
+            root = self.primary_root
+            if root is not None:
+                for t in (*root.parameters(), *root.buffers()):
+                    key = storage_key(t)
+                    if key is not None:
+                        exclude.add(key[0])
+            found = walk_saved(roots, exclude)
+            seqs: list[int] = []
+            for _, seq in calls:  # a running max: an Identity-like call reuses a node
+                seqs.append(max(seq, seqs[-1]) if seqs else seq)
+            per = attribute(found, seqs)
+            self.saved_per_call = [[path, b] for (path, _), b in zip(calls, per, strict=True)]
+            self.saved_total_bytes = int(sum(found.nbytes.values()))
+        except Exception as e:  # noqa: BLE001 - a measurement, never the job's problem
+            if not self._warned_saved:
+                self._warned_saved = True
+                log.warning("echo_trace: could not measure the bytes saved for backward "
+                            "(%s: %s); meta.json leaves them out", type(e).__name__, e)
 
     def _hook(self, tensors: list[torch.Tensor], fn: Callable[[Any], None],
               leaf: bool = False) -> None:

@@ -226,6 +226,11 @@ def test_own_h100_run_reads_its_recordings_and_is_predicted() -> None:
     assert 0.072 < res["predicted_step_s"] < 0.080
     assert lo <= res["synth_peak_bytes"] <= hi
     assert summarise_own([res])["rows"] == 1
+    # the CPU capture of the same shape carries autograd's saved tensors: its memory,
+    # re-timed to the H100, lies in the recorded allocator bounds and above the older GPU
+    # capture's leaf-output estimate (which misses the attention core's tensors)
+    assert lo <= res["cpu_capture_peak_bytes"] <= hi
+    assert res["cpu_capture_peak_bytes"] > 1.2 * res["recorded_peak_bytes"]
 
 
 def test_replayed_allocator_peak_lies_in_the_recorded_bounds() -> None:

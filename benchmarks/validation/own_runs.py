@@ -24,6 +24,15 @@ under ``data/h100-gpt12-fp32/`` from the shared reference recordings ``gpu-h100/
   Memory predictions are scored against that interval: error 0 inside, else the distance
   to the nearer bound relative to it.
 
+* ``echo-cpu/gpt12_fp32_single/0_0/`` — the same script and shape captured on the CPU
+  development machine by the current echo_trace (``examples/train.py ... --steps 3
+  --capture --trace-start 1 --trace-end 2``, 2 threads), whose ``meta.json`` holds
+  ``saved_activations``: autograd's saved tensors at the end of the first forward
+  (:mod:`echo_trace.saved`). Activations are the same bytes on any device, so
+  ``simulate --gpu h100`` of this capture predicts the H100 run's memory; it checks the
+  saved-activation model the older GPU capture lacks (its leaf-module ``out_bytes`` miss the
+  attention core's tensors).
+
 The interval is wide, so each memory prediction is also compared with a **replay** of the
 allocator's live bytes (:func:`replay_peak_bytes`): PyTorch's own
 ``torch.distributed._tools.mem_tracker.MemTracker`` over ``FakeTensorMode`` runs the
@@ -68,6 +77,7 @@ class OwnRun:
     optimizer: str
     steps_file: str  # relative to DATA: the script's own step times (plain run)
     trace_dir: str  # relative to DATA: the echo_trace capture
+    cpu_trace_dir: str = ""  # relative to DATA: a CPU capture of the same shape (or none)
     warmup_steps: int = 2
     trace_step: int = 3  # the capture step whose peaks bound the allocator peak
 
@@ -92,7 +102,8 @@ OWN_RUNS: tuple[OwnRun, ...] = (
            layers=12, hidden=768, heads=12, seq=512, vocab=8192, micro_batch=8, gpu="h100",
            dtype="fp32", attention="eager", optimizer="foreach",
            steps_file="h100-gpt12-fp32/gpt12_fp32_plain_steps.json",
-           trace_dir="h100-gpt12-fp32/echo/gpt12_fp32_single"),
+           trace_dir="h100-gpt12-fp32/echo/gpt12_fp32_single",
+           cpu_trace_dir="h100-gpt12-fp32/echo-cpu/gpt12_fp32_single"),
 )
 """Every own measured run (module docstring)."""
 
@@ -158,6 +169,10 @@ def predict_own(run: OwnRun) -> dict[str, Any]:
     synth_mem = float(res.max_peak_memory_bytes)
     rec_mem = float(recorded.max_peak_memory_bytes)
     replay = replay_peak_bytes(run)
+    cpu_mem = None
+    if run.cpu_trace_dir:
+        cpu = simulate(load_trace(DATA / run.cpu_trace_dir), SimConfig(gpu=run.gpu), keep=False)
+        cpu_mem = float(cpu.max_peak_memory_bytes)
     return {
         "id": run.id, "source": run.source, "gpu": run.gpu, "dtype": run.dtype,
         "attention": run.attention, "optimizer": run.optimizer,
@@ -172,6 +187,8 @@ def predict_own(run: OwnRun) -> dict[str, Any]:
         "replay_peak_bytes": replay,
         "synth_vs_replay": synth_mem / replay - 1.0 if replay else None,
         "recorded_vs_replay": rec_mem / replay - 1.0 if replay else None,
+        "cpu_capture_peak_bytes": cpu_mem,
+        "cpu_capture_vs_replay": cpu_mem / replay - 1.0 if replay and cpu_mem else None,
         "synth_memory": res.ranks[0].memory,
     }
 
@@ -204,9 +221,12 @@ def markdown_own(results: list[dict[str, Any]]) -> str:
             f"{r['recorded_peak_bytes'] / gb:.3f} GB | {r['recorded_memory_error']:+.1%} |")
     for r in results:
         if r["replay_peak_bytes"]:
+            cpu = (f", simulate --gpu {r['gpu']} of the CPU capture with saved activations "
+                   f"{r['cpu_capture_peak_bytes'] / gb:.3f} GB ({r['cpu_capture_vs_replay']:+.1%})"
+                   if r.get("cpu_capture_vs_replay") is not None else "")
             lines += ["", f"{r['id']}: allocator replay (torch MemTracker, fake tensors) "
                       f"{r['replay_peak_bytes'] / gb:.3f} GB; synth {r['synth_vs_replay']:+.1%}, "
-                      f"simulate of the capture {r['recorded_vs_replay']:+.1%}."]
+                      f"simulate of the GPU capture {r['recorded_vs_replay']:+.1%}{cpu}."]
     lines += ["", "Time error: measured / predicted - 1 (as the published rows). Memory error: "
               "0 inside the bounds, else against the nearer bound (own_runs.py docstring)."]
     return "\n".join(lines) + "\n"

@@ -7,9 +7,11 @@ optimizer's fp32 state, ``4Ψ`` per state tensor (AdamW: 2, exp_avg and exp_avg_
 ``2Ψ + 2Ψ + 12Ψ = 16Ψ`` for mixed-precision Adam. ZeRO-3 / FSDP divides all three by the
 data-parallel degree ``N_d``; tensor parallelism divides the sharded layers' share by ``tp``.
 
-Activations: the traced ``out_bytes`` of every forward op on the stage, scaled to the
-target micro-batch, the column-parallel side divided by ``tp`` — the tensors autograd keeps
-for backward. With full recomputation only each block's input is kept, plus one block's
+Activations: per forward op on the stage, the bytes autograd saved for backward that the
+call made, as echo_trace measures them (``saved_bytes``: its output and what its parent's
+code made before it, e.g. an attention core before its output projection), else the traced
+``out_bytes``; scaled to the target micro-batch, the tensor-parallel side (column, the ops
+between column and row, and the row op's range) divided by ``tp``. With full recomputation only each block's input is kept, plus one block's
 activations while it is recomputed (Chen et al. 2016; Korthikanti et al. 2022, §4: the
 ``2sbh`` bytes per layer of checkpointed 16-bit inputs). Pipeline stages hold the
 activations of every micro-batch forwarded and not yet backwarded: ``pp - s`` on stage ``s``
@@ -120,10 +122,15 @@ def activation_bytes(fw: Sequence[Op], *, tp: int = 1, mb_scale: float = 1.0,
     """
     def out(o: Op) -> float:
         sharded = o.role in ("column", "inner") or (o.role == "vocab" and o.kind != "Embedding")
+        if o.saved_bytes >= 0:
+            # a row op's measured range is the sharded code between column and row (an
+            # attention core); its own output, replicated, feeds a residual add unsaved
+            sharded = sharded or o.role == "row"
         # sequence parallelism (Korthikanti et al. 2022 §4.2.2): the block's replicated
         # ops (layer norms, dropout-adds, row outputs) hold 1/tp of the sequence
         sharded = sharded or (sequence_parallel and o.block >= 0)
-        return o.out_bytes * mb_scale / (tp if sharded else 1)
+        held = o.saved_bytes if o.saved_bytes >= 0 else o.out_bytes
+        return held * mb_scale / (tp if sharded else 1)
 
     def selective_out(o: Op) -> float:  # the attention core keeps only its output
         if o.kind != "Attention" or o.out_bytes <= 0:

@@ -25,7 +25,7 @@ MAX_META_BYTES = 256 << 20
 """Largest meta.json read (256 MiB; a 10^5-parameter model writes ~10 MiB)."""
 
 _LIST_OF_OBJECTS = ("params", "buckets")
-_OBJECTS = ("model", "comm")
+_OBJECTS = ("model", "comm", "saved_activations")
 
 
 def _bad(where: Path, key: str, v: Any, expected: str) -> TraceFormatError:
@@ -57,6 +57,14 @@ def read_meta(src: RankSource) -> dict[str, Any]:
     mb = meta.get("micro_batch_size")
     if mb is not None and (type(mb) is not int or not 0 < mb <= 1 << 31):
         raise _bad(where, "micro_batch_size", mb, "a positive integer or null")
+    calls = (meta.get("saved_activations") or {}).get("per_call")
+    if calls is not None:
+        ok = isinstance(calls, list) and all(
+            isinstance(c, list) and len(c) == 2 and isinstance(c[0], str)
+            and type(c[1]) is int and 0 <= c[1] < 1 << 62 for c in calls)
+        if not ok:
+            raise _bad(where, "saved_activations.per_call", calls,
+                       "a list of [module path, bytes] pairs")
     return meta
 
 

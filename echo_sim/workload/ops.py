@@ -90,7 +90,9 @@ class Op:
     """One operator (leaf module call or optimizer step) of the representative step.
 
     ``phase``: "F", "B" or "U". ``fw``: for a backward op, the index of its forward op
-    (-1 if none). ``unit``: pipeline / FSDP unit key (``blocks.<i>`` or the top-level child).
+    (-1 if none). ``saved_bytes``: for a forward op, the bytes autograd saved for backward
+    that this call made (echo_trace's ``saved_activations``, at the traced micro-batch);
+    -1 when the trace does not say. ``unit``: pipeline / FSDP unit key (``blocks.<i>`` or the top-level child).
     ``flops``: forward FLOPs for F, 2x the forward FLOPs for B (grad input + grad weight).
     """
 
@@ -109,6 +111,7 @@ class Op:
     unit: str = ""
     role: str = "replicated"
     fw: int = -1
+    saved_bytes: int = -1
 
     @property
     def time_us(self) -> float:
@@ -347,6 +350,7 @@ def extract_workload(trace: Trace, *, rank: int | None = None) -> Workload:
     ops = _mark_inner(ops)
     rinfo = trace.ranks.get(rank)
     meta: dict[str, Any] = dict(rinfo.meta) if rinfo is not None else {}
+    ops = _with_saved(ops, meta.get("saved_activations"))
     params = tuple((str(p.get("name", "")), int(p.get("bytes", 0)), str(p.get("dtype", "")))
                    for p in meta.get("params") or [])
     if not params:
@@ -366,6 +370,35 @@ def extract_workload(trace: Trace, *, rank: int | None = None) -> Workload:
         model=_model_info(meta, ops, int(mb) if mb else None), buckets=buckets,
         peak_memory_bytes=peak, peak_memory_kind=peak_kind, rank=rank, steps_used=len(used),
     )
+
+
+def _with_saved(ops: list[Op], saved: Any) -> list[Op]:
+    """Forward ops with their measured saved bytes (meta ``saved_activations.per_call``:
+    ``[module path, bytes]`` per traced call in forward order, matched to the ops by module
+    and occurrence). The model's last forward op keeps at least its ``out_bytes``: the
+    output is live at the loss (held by the caller, saved by the loss outside the model)."""
+    if not isinstance(saved, dict) or not saved.get("per_call"):
+        return ops
+    calls: dict[str, list[int]] = {}
+    for path, nbytes in saved["per_call"]:
+        calls.setdefault(str(path), []).append(int(nbytes))
+    seen: Counter[str] = Counter()
+    fw = [i for i, o in enumerate(ops) if o.phase == "F"]
+    if not fw or any(len(calls.get(ops[i].module, ())) <= 0 for i in fw):
+        return ops  # the measured forward and this step's differ: keep out_bytes
+    out = list(ops)
+    for i in fw:
+        o = ops[i]
+        k = seen[o.module]
+        seen[o.module] += 1
+        got = calls[o.module]
+        if k >= len(got):
+            return ops
+        nbytes = got[k]
+        if i == fw[-1]:
+            nbytes = max(nbytes, o.out_bytes)
+        out[i] = replace(o, saved_bytes=nbytes)
+    return out
 
 
 def _mark_inner(ops: list[Op]) -> list[Op]:
