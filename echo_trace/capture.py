@@ -50,6 +50,8 @@ __all__ = ["Capture", "capture", "current"]
 log = logging.getLogger("echo_trace")
 
 _SEQ = itertools.count()  # per-process capture number, tags the clock-sync rendezvous
+#: longest wait, when the window closes, for collectives still closing (s; see _close_window)
+COMM_DRAIN_S = 0.05
 
 
 # The capture this process is running ("capture"), set on first use, never at import: an
@@ -390,6 +392,13 @@ class Capture:
         """Remove window-only hooks and stop the sampler (safe outside module hooks)."""
         self.rec.recording = False
         self._window = False
+        if self._comm is not None:
+            # a collective of the last step that the job already waited for may still be
+            # closing on the backend's thread (DDP's bucket futures): let it land in this
+            # window (bounded: an op genuinely in flight across the boundary is closed by
+            # the comm tracer's removal below)
+            with self.rec.guard("comm drain"):
+                self.rec.wait_comm_idle(COMM_DRAIN_S)
         if hasattr(self._timer, "close"):  # Kineto: GPU events made from the activity
             with self.rec.guard("GPU timing"):
                 self._timer.close()

@@ -172,6 +172,20 @@ class Recorder:
             self.complete(token.name, "Comm", token.ts_us, end - token.ts_us, token.args,
                           tid=COMM_TID_BASE + token.lane, step=token.step, occ=token.occ)
 
+    def wait_comm_idle(self, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` for every open communication op to be closed; True
+        when none is open. A collective the job already waited for can still be closing:
+        its future's callback runs on the backend's thread after ``wait()`` returned."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            with self._lock:
+                busy = any(self._lanes)
+            if not busy:
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.0005)
+
     def counter(self, name: str, ts_us: float, values: dict[str, float]) -> None:
         """A counter sample (``ph: C``), e.g. ``counter("memory", t, {"rss_bytes": ...})``;
         takes ownership of ``values``."""

@@ -12,7 +12,10 @@ low-precision copies). This module measures those bytes once per capture window:
   autograd graph from the root's outputs (``grad_fn`` → ``next_functions``), reading each
   node's saved tensors (``_saved_*`` attributes of built-in nodes, ``saved_tensors`` of
   custom ``autograd.Function`` nodes) — nothing is installed into autograd, so training is
-  untouched;
+  untouched. A slot packed by saved-tensor hooks is never read (its raw ``SavedTensor``
+  says so first): unpacking it would run the hook — activation checkpointing recomputes
+  its region, ``save_on_cpu`` copies back to the GPU — and what it holds is not the
+  tensor anyway;
 * count each storage once (``untyped_storage()``: a view holds its whole storage), at the
   node that **made** it (the ``grad_fn`` of a saved tensor, or of its base for a view),
   whichever later node saved it: a Linear saves its input, the previous call's output;
@@ -39,7 +42,7 @@ import torch
 
 __all__ = ["SavedWalk", "attribute", "storage_key", "walk_saved"]
 
-_ATTRS: dict[type, tuple[str, ...]] = {}
+_ATTRS: dict[type, tuple[tuple[str, str], ...]] = {}
 
 
 def storage_key(t: torch.Tensor) -> tuple[int, int] | None:
@@ -53,25 +56,38 @@ def storage_key(t: torch.Tensor) -> tuple[int, int] | None:
         return None
 
 
+def _pairs(node: Any) -> tuple[tuple[str, str], ...]:
+    """(raw attribute, unpacking attribute) of each saved-tensor slot of ``node``'s type."""
+    got = _ATTRS.get(type(node))
+    if got is None:
+        names = set(dir(node))
+        got = tuple((raw, "_saved_" + raw[len("_raw_saved_"):]) for raw in sorted(names)
+                    if raw.startswith("_raw_saved_") and "_saved_" + raw[11:] in names)
+        if "_raw_saved_tensors" in names and "saved_tensors" in names:  # autograd.Function
+            got += (("_raw_saved_tensors", "saved_tensors"),)
+        _ATTRS[type(node)] = got
+    return got
+
+
 def _saved(node: Any) -> list[torch.Tensor]:
-    names = _ATTRS.get(type(node))
-    if names is None:
-        names = _ATTRS[type(node)] = tuple(a for a in dir(node) if a.startswith("_saved_"))
+    """The tensors ``node`` saved, **never running an unpack hook**: a slot packed by
+    saved-tensor hooks (activation checkpointing would recompute its region on unpack,
+    ``save_on_cpu`` would copy back to the GPU) is skipped — checked on the raw
+    ``SavedTensor`` (``unpack_hook``) before the slot is read."""
     out: list[torch.Tensor] = []
-    for a in names:
+    for raw_name, name in _pairs(node):
         try:
-            v = getattr(node, a)
-        except (RuntimeError, AttributeError):  # freed, or not a tensor attribute here
+            raw = getattr(node, raw_name)
+            raws = list(raw) if isinstance(raw, (list, tuple)) else [raw]
+            if not raws or any(r.unpack_hook is not None for r in raws):
+                continue
+            v = getattr(node, name)
+        except (RuntimeError, AttributeError):  # freed, or undefined in this node
             continue
         if isinstance(v, torch.Tensor):
             out.append(v)
         elif isinstance(v, (list, tuple)):
             out.extend(u for u in v if isinstance(u, torch.Tensor))
-    if not names and hasattr(node, "saved_tensors"):  # a custom autograd.Function's ctx
-        try:
-            out.extend(u for u in node.saved_tensors if isinstance(u, torch.Tensor))
-        except (RuntimeError, AttributeError):
-            pass
     return out
 
 

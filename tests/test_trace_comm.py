@@ -601,3 +601,24 @@ def test_fsdp2_fully_shard(tmp_path: Path) -> None:
     assert [e["args"]["seq"] for e in sorted(ranks[0]["events"], key=lambda e: e["ts"])] == [
         e["args"]["seq"] for e in sorted(ranks[1]["events"], key=lambda e: e["ts"])
     ]
+
+
+def test_window_close_waits_for_a_collective_still_closing() -> None:
+    """A future callback may close the last step's collective after the job's wait()
+    returned: the recorder waits (bounded) so it lands in the window."""
+    import threading
+
+    from echo_trace.recorder import Recorder
+
+    rec = Recorder()
+    rec.recording = True
+    rec.new_step(3)
+    tok = rec.comm_begin("Comm.all_reduce", {"collective": "all_reduce"})
+    closer = threading.Timer(0.01, rec.comm_end, args=(tok,))
+    closer.start()
+    assert rec.wait_comm_idle(5.0)
+    closer.join()
+    assert [e["name"] for e in rec.event_dicts() if e["cat"] == "Comm"] == ["Comm.all_reduce"]
+    # one that never closes: the wait gives up at its bound
+    rec.comm_begin("Comm.broadcast", {"collective": "broadcast"})
+    assert rec.wait_comm_idle(0.01) is False
