@@ -260,7 +260,7 @@ class ModuleTracer:
         self.tokens: int | None = None  # micro-batch × sequence when the input is token ids
         self._warned_no_grad = False
         self._warned_compiled = False
-        # saved-for-backward bytes beyond the traced outputs (echo_trace.saved): measured
+        # bytes autograd saves for backward per traced call (echo_trace.saved): measured
         # at the end of the window's first forward with autograd
         self._saved_pending = False
         self._saved_calls: list[tuple[str, int]] = []  # (path, last sequence number)
@@ -547,7 +547,13 @@ class ModuleTracer:
     def _note_saved_call(self, path: str, outputs: list[torch.Tensor]) -> None:
         """Remember a traced call's last autograd sequence number: its outputs' own
         ``grad_fn`` (a view's, not its base's as for the BW hooks)."""
-        seqs = [t.grad_fn._sequence_nr() for t in outputs if t.grad_fn is not None]
+        try:
+            seqs = [t.grad_fn._sequence_nr() for t in outputs if t.grad_fn is not None]
+        except Exception as e:  # noqa: BLE001 - a measurement: give it up, keep capturing
+            self._saved_pending = False
+            self._saved_calls = []
+            self._warn_saved(e)
+            return
         if seqs:
             self._saved_calls.append((path, int(max(seqs))))
 
@@ -581,10 +587,13 @@ class ModuleTracer:
             self.saved_per_call = [[path, b] for (path, _), b in zip(calls, per, strict=True)]
             self.saved_total_bytes = int(sum(found.nbytes.values()))
         except Exception as e:  # noqa: BLE001 - a measurement, never the job's problem
-            if not self._warned_saved:
-                self._warned_saved = True
-                log.warning("echo_trace: could not measure the bytes saved for backward "
-                            "(%s: %s); meta.json leaves them out", type(e).__name__, e)
+            self._warn_saved(e)
+
+    def _warn_saved(self, e: Exception) -> None:
+        if not self._warned_saved:
+            self._warned_saved = True
+            log.warning("echo_trace: could not measure the bytes saved for backward "
+                        "(%s: %s); meta.json leaves them out", type(e).__name__, e)
 
     def _hook(self, tensors: list[torch.Tensor], fn: Callable[[Any], None],
               leaf: bool = False) -> None:
