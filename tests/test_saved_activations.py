@@ -166,9 +166,14 @@ def test_capture_writes_saved_activations_and_simulate_uses_them(tmp_path: Path)
     assert per["blocks.0.attn.proj"] > 3 * tokens * cfg.hidden * 4
     assert per["blocks.0.attn.qkv"] == 0
     assert per["blocks.0.mlp.fc1"] == tokens * 4 * cfg.hidden * 4  # its output, GELU's input
-    wl = extract_workload(load_trace(rank_dir))
+    trace = load_trace(rank_dir)
+    wl = extract_workload(trace)
     fw = wl.fw_ops
     assert all(o.saved_bytes >= 0 for o in fw)
+    from echo_sim.sim.simulate import SimConfig, simulate
+
+    note = next(m for m in simulate(trace, SimConfig()).models if m.startswith("memory:"))
+    assert "autograd saved" in note  # the prediction says where its activations came from
     assert fw[-1].saved_bytes >= fw[-1].out_bytes  # the logits stay live at the loss
     measured = activation_bytes(fw)
     assert measured == pytest.approx(saved["saved_bytes"] - per[fw[-1].module]

@@ -581,8 +581,12 @@ def _memory(config: SimConfig, workload: Workload, plan: Plan, layout: Layout,
                               micro_batches=layout.micro_batches, stage=s, dp=layout.dp,
                               fsdp=config.fsdp, elem_bytes=elem, states=states, mixed=mixed,
                               is_cpu=is_cpu)
+    measured = any(o.saved_bytes >= 0 for o in workload.fw_ops)
+    acts = ("activations from the tensors autograd saved in the traced forward "
+            "(meta.json saved_activations)" if measured else
+            "activations from traced out_bytes (leaf module outputs)")
     models = [f"memory: ZeRO model states ({workload.dtype}, {states} optimizer state(s)"
-              f"{', fp32 master copy' if mixed else ''}), activations from traced out_bytes"
+              f"{', fp32 master copy' if mixed else ''}), {acts}"
               f"{' with recomputation' if config.recompute not in (False, 'none') else ''}"
               ", in-flight "
               f"micro-batches from the {layout.schedule} schedule"]
