@@ -16,6 +16,7 @@ Usage::
 
 from __future__ import annotations
 
+import argparse
 import gzip
 import sys
 from pathlib import Path
@@ -24,7 +25,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-__all__ = ["generate", "main", "parse_flags"]
+__all__ = ["generate", "main"]
 
 T0_US = 1_700_000_000_000_000.0  # Unix time in microseconds at the first step
 _KINDS = ("Linear", "LayerNorm", "GELU", "Linear")  # one "block" of leaf modules
@@ -210,40 +211,25 @@ def generate(out: str | Path, *, ranks: int = 64, events: int = 1_000_000, steps
     return total
 
 
-def parse_flags(argv: list[str], defaults: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
-    """``--name value`` / ``--flag`` pairs typed after ``defaults`` (no parser library)."""
-    opts = dict(defaults)
-    pos: list[str] = []
-    i = 0
-    while i < len(argv):
-        a = argv[i]
-        if a.startswith("--"):
-            key = a[2:].replace("-", "_")
-            if key not in opts:
-                raise SystemExit(f"unknown option {a}; valid: "
-                                 + ", ".join("--" + k.replace("_", "-") for k in opts))
-            if isinstance(opts[key], bool):
-                opts[key] = True
-            else:
-                i += 1
-                if i >= len(argv):
-                    raise SystemExit(f"{a} needs a value")
-                opts[key] = type(opts[key])(argv[i])
-        else:
-            pos.append(a)
-        i += 1
-    return pos, opts
-
-
 def main(argv: list[str] | None = None) -> int:
-    pos, o = parse_flags(list(sys.argv[1:] if argv is None else argv),
-                         {"ranks": 64, "events": 1_000_000, "steps": 4, "buckets": 100,
-                          "gzip": False})
-    if len(pos) != 1:
-        raise SystemExit(__doc__)
-    n = generate(pos[0], ranks=o["ranks"], events=o["events"], steps=o["steps"],
-                 buckets=o["buckets"], compress=o["gzip"])
-    print(f"wrote {n} events for {o['ranks']} ranks under {pos[0]}")
+    ap = argparse.ArgumentParser(
+        prog="python benchmarks/gen_trace.py",
+        description="Write a synthetic echo-format trace (trace.json, meta.json, dag.gml per "
+                    "rank) of a transformer-like DDP job, for the scale benchmarks.")
+    ap.add_argument("out_dir", help="directory to write the rank directories into")
+    ap.add_argument("--ranks", type=int, default=64, help="ranks (default 64)")
+    ap.add_argument("--events", type=int, default=1_000_000,
+                    help="events over all ranks (default 1000000)")
+    ap.add_argument("--steps", type=int, default=4, help="steps per rank (default 4)")
+    ap.add_argument("--buckets", type=int, default=100, help="DDP buckets (default 100)")
+    ap.add_argument("--gzip", action="store_true", help="write trace.json.gz")
+    a = ap.parse_args(sys.argv[1:] if argv is None else argv)
+    for name in ("ranks", "events", "steps", "buckets"):
+        if getattr(a, name) < 1:
+            ap.error(f"--{name} must be >= 1")
+    n = generate(a.out_dir, ranks=a.ranks, events=a.events, steps=a.steps,
+                 buckets=a.buckets, compress=a.gzip)
+    print(f"wrote {n} events for {a.ranks} ranks under {a.out_dir}")
     return 0
 
 

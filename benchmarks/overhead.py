@@ -24,6 +24,7 @@ Writes ``benchmarks/results/overhead.json`` and prints a markdown table.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import os
@@ -71,23 +72,38 @@ class BenchConfig:
                 raise ValueError(f"--{name} {getattr(self, name)} must be >= 1")
 
 
+def _parser() -> argparse.ArgumentParser:
+    d = BenchConfig()
+    ap = argparse.ArgumentParser(
+        prog="python -m benchmarks.overhead",
+        description="Capture overhead on the GPT example: step time with echo_trace.capture "
+                    "(and with its memory sampler off, and under torch.profiler) against the "
+                    "same loop without it, in rotating blocks of steps within one process.")
+    ap.add_argument("--reps", type=int, default=d.reps,
+                    help=f"repetitions: blocks per mode (default {d.reps})")
+    ap.add_argument("--steps", type=int, default=d.steps,
+                    help=f"timed steps per block (default {d.steps})")
+    ap.add_argument("--batch", type=int, default=d.batch,
+                    help=f"micro-batch of the GPT example (default {d.batch})")
+    ap.add_argument("--threads", type=int, default=d.threads,
+                    help=f"torch intra-op threads (default {d.threads})")
+    ap.add_argument("--seed", type=int, default=d.seed, help="seed of model and batches")
+    ap.add_argument("--out", default=d.out, help="results JSON (default "
+                    "benchmarks/results/overhead.json)")
+    return ap
+
+
 def parse_flags(argv: Sequence[str]) -> BenchConfig:
-    """``--reps N --steps K --batch B --threads T --seed S --out FILE`` (ValueError otherwise)."""
-    kinds = {"reps": int, "steps": int, "batch": int, "threads": int, "seed": int, "out": str}
-    values: dict[str, Any] = {}
-    args = list(argv)
-    while args:
-        name, eq, value = args.pop(0).partition("=")
-        key = name.removeprefix("--")
-        if not name.startswith("--") or key not in kinds:
-            raise ValueError(f"unknown argument {name!r}; valid: "
-                             + ", ".join(f"--{k}" for k in kinds))
-        if not eq:
-            if not args:
-                raise ValueError(f"{name} needs a value")
-            value = args.pop(0)
-        values[key] = kinds[key](value)
-    return BenchConfig(**values)
+    """The :class:`BenchConfig` of the command line (``--help`` lists the flags; argparse
+    exits with status 2 on a bad one, and so does an impossible value)."""
+    ap = _parser()
+    a = ap.parse_args(list(argv))
+    try:
+        return BenchConfig(reps=a.reps, steps=a.steps, batch=a.batch, threads=a.threads,
+                           seed=a.seed, out=a.out)
+    except ValueError as e:
+        ap.error(str(e))
+        raise  # unreachable: error() exits
 
 
 class Loop:
@@ -258,11 +274,7 @@ def markdown(result: dict[str, Any]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    try:
-        cfg = parse_flags(sys.argv[1:] if argv is None else argv)
-    except ValueError as e:
-        print(f"overhead: {e}", file=sys.stderr)
-        return 2
+    cfg = parse_flags(sys.argv[1:] if argv is None else argv)
     result = run_benchmark(cfg)
     out = Path(cfg.out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -17,6 +17,7 @@ and writes ``benchmarks/results/scale.json``.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -32,7 +33,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from benchmarks.gen_trace import generate, parse_flags  # noqa: E402
+from benchmarks.gen_trace import generate  # noqa: E402
 
 __all__ = ["machine", "main", "measure"]
 
@@ -137,9 +138,23 @@ def _fmt(v: Any, unit: str = "") -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    pos, o = parse_flags(list(sys.argv[1:] if argv is None else argv),
-                         {"dir": "", "ranks": 64, "events": 1_000_000, "workers": 0,
-                          "no_replay": False, "worker": ""})
+    ap = argparse.ArgumentParser(
+        prog="python benchmarks/scale.py",
+        description="Load + statistic and replay of a many-rank echo trace, each measured in "
+                    "a fresh process (wall, CPU, peak RSS); writes benchmarks/results/"
+                    "scale.json.")
+    ap.add_argument("--dir", default="", help="trace directory (generated there when empty "
+                    "or missing; default: a temporary directory)")
+    ap.add_argument("--ranks", type=int, default=64, help="ranks to generate (default 64)")
+    ap.add_argument("--events", type=int, default=1_000_000,
+                    help="events to generate (default 1000000)")
+    ap.add_argument("--workers", type=int, default=0,
+                    help="loader processes (default 0: the loader chooses)")
+    ap.add_argument("--no-replay", action="store_true", help="skip the replay measurement")
+    ap.add_argument("--worker", default="", help=argparse.SUPPRESS)  # child: one measurement
+    a = ap.parse_args(sys.argv[1:] if argv is None else argv)
+    o = {"dir": a.dir, "ranks": a.ranks, "events": a.events, "workers": a.workers,
+         "no_replay": a.no_replay, "worker": a.worker}
     if o["worker"]:
         print(json.dumps(_worker(o["worker"], o["dir"], o["workers"])))
         return 0

@@ -19,6 +19,7 @@ Prints a markdown table and writes ``benchmarks/results/sim_speed.json``.
 
 from __future__ import annotations
 
+import argparse
 import json
 import platform
 import resource
@@ -68,16 +69,22 @@ def run_case(name: str) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if "-h" in argv or "--help" in argv:
-        print(__doc__)
+    ap = argparse.ArgumentParser(
+        prog="python benchmarks/sim_speed.py",
+        description="Simulation speed: one iteration of a GPT-175B-shaped job at several GPU "
+                    "counts, each case in a fresh process (wall time, peak RSS); writes "
+                    "benchmarks/results/sim_speed.json.")
+    ap.add_argument("--cases", default=",".join(CASES),
+                    help=f"cases to run (default {','.join(CASES)})")
+    ap.add_argument("--case", help=argparse.SUPPRESS)  # child process: one case, JSON out
+    a = ap.parse_args(sys.argv[1:] if argv is None else argv)
+    if a.case:
+        print(json.dumps(run_case(a.case)))
         return 0
-    if "--case" in argv:  # child process: one case, JSON on stdout
-        print(json.dumps(run_case(argv[argv.index("--case") + 1])))
-        return 0
-    names = list(CASES)
-    if "--cases" in argv:
-        names = argv[argv.index("--cases") + 1].split(",")
+    names = [n for n in a.cases.split(",") if n]
+    bad = [n for n in names if n not in CASES]
+    if bad:
+        ap.error(f"--cases: unknown {', '.join(bad)}; valid: {', '.join(CASES)}")
     rows = []
     for name in names:
         out = subprocess.run([sys.executable, __file__, "--case", name], capture_output=True,
