@@ -1,4 +1,4 @@
-"""What autograd keeps for backward, beyond the traced modules' outputs.
+"""What autograd keeps for backward, per traced module call.
 
 Peak memory in training is dominated by the tensors autograd saves during forward and frees
 in backward (Chen et al. 2016, "Training deep nets with sublinear memory cost", §3;
@@ -19,9 +19,9 @@ low-precision copies). This module measures those bytes once per capture window:
 * count each storage once (``untyped_storage()``: a view holds its whole storage), at the
   node that **made** it (the ``grad_fn`` of a saved tensor, or of its base for a view),
   whichever later node saved it: a Linear saves its input, the previous call's output;
-  autograd sequence numbers increase in creation order; leave out parameters and buffers (model state, not activations) and
-  storages already freed (size 0: FSDP2 frees a unit's gathered parameters after its
-  forward);
+  autograd sequence numbers increase in creation order. Leave out parameters and buffers
+  (model state, not activations) and storages already freed (size 0: FSDP2 frees a unit's
+  gathered parameters after its forward);
 * give each storage to the traced call whose range holds the node that made it: call
   ``i`` owns the sequence numbers after call ``i - 1``'s output and up to its own, so its
   own output and what the code a parent runs before it makes count with it (an attention
@@ -35,15 +35,13 @@ GPT, a few ms for GPT-2 small), once per window, at the end of the first forward
 from __future__ import annotations
 
 import bisect
+import functools
 from collections.abc import Iterable
 from typing import Any
 
 import torch
 
 __all__ = ["SavedWalk", "attribute", "storage_key", "walk_saved"]
-
-_ATTRS: dict[type, tuple[tuple[str, str], ...]] = {}
-
 
 def storage_key(t: torch.Tensor) -> tuple[int, int] | None:
     """(data pointer, bytes) of the storage under ``t`` (a DTensor's local shard), or None
@@ -56,16 +54,14 @@ def storage_key(t: torch.Tensor) -> tuple[int, int] | None:
         return None
 
 
-def _pairs(node: Any) -> tuple[tuple[str, str], ...]:
-    """(raw attribute, unpacking attribute) of each saved-tensor slot of ``node``'s type."""
-    got = _ATTRS.get(type(node))
-    if got is None:
-        names = set(dir(node))
-        got = tuple((raw, "_saved_" + raw[len("_raw_saved_"):]) for raw in sorted(names)
-                    if raw.startswith("_raw_saved_") and "_saved_" + raw[11:] in names)
-        if "_raw_saved_tensors" in names and "saved_tensors" in names:  # autograd.Function
-            got += (("_raw_saved_tensors", "saved_tensors"),)
-        _ATTRS[type(node)] = got
+@functools.cache
+def _pairs(node_type: type) -> tuple[tuple[str, str], ...]:
+    """(raw attribute, unpacking attribute) of each saved-tensor slot of a node type."""
+    names = set(dir(node_type))
+    got = tuple((raw, "_saved_" + raw[len("_raw_saved_"):]) for raw in sorted(names)
+                if raw.startswith("_raw_saved_") and "_saved_" + raw[11:] in names)
+    if "_raw_saved_tensors" in names and "saved_tensors" in names:  # autograd.Function
+        got += (("_raw_saved_tensors", "saved_tensors"),)
     return got
 
 
@@ -75,7 +71,7 @@ def _saved(node: Any) -> list[torch.Tensor]:
     ``save_on_cpu`` would copy back to the GPU) is skipped — checked on the raw
     ``SavedTensor`` (``unpack_hook``) before the slot is read."""
     out: list[torch.Tensor] = []
-    for raw_name, name in _pairs(node):
+    for raw_name, name in _pairs(type(node)):  # type: ignore[arg-type]
         try:
             raw = getattr(node, raw_name)
             raws = list(raw) if isinstance(raw, (list, tuple)) else [raw]
