@@ -374,9 +374,10 @@ def extract_workload(trace: Trace, *, rank: int | None = None) -> Workload:
 
 def _with_saved(ops: list[Op], saved: Any) -> list[Op]:
     """Forward ops with their measured saved bytes (meta ``saved_activations.per_call``:
-    ``[module path, bytes]`` per traced call in forward order, matched to the ops by module
-    and occurrence). The model's last forward op keeps at least its ``out_bytes``: the
-    output is live at the loss (held by the caller, saved by the loss outside the model)."""
+    ``[module path, bytes]`` per traced call of one forward, in order, matched to the ops by
+    module and occurrence; a step of several micro-batches repeats that forward). The
+    model's last forward op keeps at least its ``out_bytes``: the output is live at the loss
+    (held by the caller, saved by the loss outside the model)."""
     if not isinstance(saved, dict) or not saved.get("per_call"):
         return ops
     calls: dict[str, list[int]] = {}
@@ -392,9 +393,7 @@ def _with_saved(ops: list[Op], saved: Any) -> list[Op]:
         k = seen[o.module]
         seen[o.module] += 1
         got = calls[o.module]
-        if k >= len(got):
-            return ops
-        nbytes = got[k]
+        nbytes = got[k % len(got)]  # the measured forward was one micro-batch of several
         if i == fw[-1]:
             nbytes = max(nbytes, o.out_bytes)
         out[i] = replace(o, saved_bytes=nbytes)
