@@ -223,3 +223,28 @@ def test_checkpointed_regions_are_never_unpacked() -> None:
     assert sum(found.nbytes.values()) == 8 * 16 * 4
     y.sum().backward()
     assert calls == [2]  # the backward's own recomputation
+
+
+def test_an_accumulating_step_uses_the_measured_forward_for_every_micro_batch(
+        tmp_path: Path) -> None:
+    cfg = GPTConfig(vocab_size=64, seq_len=8, hidden=16, layers=1, heads=2)
+    torch.manual_seed(0)
+    model = GPT(cfg)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    x = torch.randint(0, cfg.vocab_size, (2, cfg.seq_len))
+    with echo_trace.capture(tmp_path / "t", start_step=1, end_step=3,
+                            memory_interval_ms=0) as cap:
+        for _ in range(3):
+            for _micro in range(2):  # gradient accumulation: two forwards per step
+                out = model(x)
+                F.cross_entropy(out.reshape(-1, cfg.vocab_size), x.reshape(-1)).backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            cap.step()
+    rank_dir = next((tmp_path / "t").glob("*_0"))
+    per_call = json.loads((rank_dir / "meta.json").read_text())["saved_activations"]["per_call"]
+    fw = extract_workload(load_trace(rank_dir)).fw_ops
+    assert len(fw) == 2 * len(per_call)  # one forward measured, two in the step
+    first, second = fw[:len(per_call)], fw[len(per_call):]
+    assert [o.saved_bytes for o in first] == [b for _, b in per_call]
+    assert [o.saved_bytes for o in second[:-1]] == [b for _, b in per_call][:-1]
