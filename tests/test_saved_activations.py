@@ -248,3 +248,43 @@ def test_an_accumulating_step_uses_the_measured_forward_for_every_micro_batch(
     first, second = fw[:len(per_call)], fw[len(per_call):]
     assert [o.saved_bytes for o in first] == [b for _, b in per_call]
     assert [o.saved_bytes for o in second[:-1]] == [b for _, b in per_call][:-1]
+
+
+class Tied(nn.Module):
+    """A language model whose head shares the token embedding's weight (GPT-2's tying)."""
+
+    def __init__(self, vocab: int = 64, d: int = 16) -> None:
+        super().__init__()
+        self.emb = nn.Embedding(vocab, d)
+        self.mix = nn.Linear(d, d)
+        self.head = nn.Linear(d, vocab, bias=False)
+        self.head.weight = self.emb.weight
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(torch.tanh(self.mix(self.emb(x))))
+
+
+def test_a_tied_weight_is_held_once(tmp_path: Path) -> None:
+    from echo_sim.sim.stage_memory import chunk_memory
+
+    torch.manual_seed(0)
+    model = Tied()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    x = torch.randint(0, 64, (4, 8))
+    with echo_trace.capture(tmp_path / "t", start_step=1, end_step=3,
+                            memory_interval_ms=0) as cap:
+        for _ in range(3):
+            F.cross_entropy(model(x).reshape(-1, 64), x.reshape(-1)).backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            cap.step()
+    rank_dir = next((tmp_path / "t").glob("*_0"))
+    wl = extract_workload(load_trace(rank_dir))
+    held = {o.module: o.held_param_bytes for o in wl.fw_ops}
+    assert held == {"emb": -1, "mix": -1, "head": 0}  # the head's weight is the embedding's
+    unique = sum(p.numel() * p.element_size() for p in model.parameters())  # counted once
+    assert wl.total_param_bytes == unique
+    mem = chunk_memory(wl.fw_ops, tp=1, mb_scale=1.0, recompute=False,
+                       sequence_parallel=False, has_blocks=wl.has_blocks)
+    assert mem.param_bytes == unique  # not 64 x 16 x 4 bytes twice
+    assert sum(o.param_bytes for o in wl.fw_ops) > unique  # what the ops' own args claim

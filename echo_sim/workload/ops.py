@@ -92,7 +92,9 @@ class Op:
     ``phase``: "F", "B" or "U". ``fw``: for a backward op, the index of its forward op
     (-1 if none). ``saved_bytes``: for a forward op, the bytes autograd saved for backward
     that this call made (echo_trace's ``saved_activations``, at the traced micro-batch);
-    -1 when the trace does not say. ``unit``: pipeline / FSDP unit key (``blocks.<i>`` or the top-level child).
+    -1 when the trace does not say. ``held_param_bytes``: the parameter bytes this module
+    holds in memory, 0 for a module whose weight is another's (tied embeddings: the
+    meta.json parameter table lists a tensor once); -1: as ``param_bytes``. ``unit``: pipeline / FSDP unit key (``blocks.<i>`` or the top-level child).
     ``flops``: forward FLOPs for F, 2x the forward FLOPs for B (grad input + grad weight).
     """
 
@@ -112,6 +114,7 @@ class Op:
     role: str = "replicated"
     fw: int = -1
     saved_bytes: int = -1
+    held_param_bytes: int = -1
 
     @property
     def time_us(self) -> float:
@@ -351,6 +354,7 @@ def extract_workload(trace: Trace, *, rank: int | None = None) -> Workload:
     rinfo = trace.ranks.get(rank)
     meta: dict[str, Any] = dict(rinfo.meta) if rinfo is not None else {}
     ops = _with_saved(ops, meta.get("saved_activations"))
+    ops = _with_held_params(ops, meta.get("params") or [])
     params = tuple((str(p.get("name", "")), int(p.get("bytes", 0)), str(p.get("dtype", "")))
                    for p in meta.get("params") or [])
     if not params:
@@ -398,6 +402,28 @@ def _with_saved(ops: list[Op], saved: Any) -> list[Op]:
             nbytes = max(nbytes, o.out_bytes)
         out[i] = replace(o, saved_bytes=nbytes)
     return out
+
+
+def _with_held_params(ops: list[Op], params: list[dict[str, Any]]) -> list[Op]:
+    """Ops of modules that own no tensor of the parameter table (their weight is tied to
+    another module's, e.g. a language-model head sharing the token embedding) hold 0
+    parameter bytes in memory. Applied only when the table's names match the traced
+    modules (the ops then own every table byte their ``param_bytes`` claim)."""
+    names = [str(p.get("name", "")) for p in params]
+    if not names:
+        return ops
+    modules = {o.module for o in ops if o.phase == "F"}
+    owned: Counter[str] = Counter()
+    for name, p in zip(names, params, strict=True):
+        mod = name.rsplit(".", 1)[0] if "." in name else ""
+        if mod in modules:
+            owned[mod] += int(p.get("bytes", 0))
+    tied = {o.module for o in ops if o.phase == "F" and o.param_bytes > 0 and not owned[o.module]}
+    mismatch = any(owned[o.module] != o.param_bytes for o in ops
+                   if o.phase == "F" and o.module not in tied and o.param_bytes > 0)
+    if not tied or mismatch:
+        return ops
+    return [replace(o, held_param_bytes=0) if o.module in tied else o for o in ops]
 
 
 def _mark_inner(ops: list[Op]) -> list[Op]:

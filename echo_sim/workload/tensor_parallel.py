@@ -45,8 +45,10 @@ def check_tensor_parallel(workload: Workload, tp: int) -> None:
 
 
 def tp_param_bytes(op: Op, tp: int) -> float:
-    """Parameter bytes of ``op`` held by one tensor-parallel rank."""
-    return op.param_bytes / tp if op.role in SHARDED_ROLES else float(op.param_bytes)
+    """Parameter bytes of ``op`` held by one tensor-parallel rank (0 for a module whose
+    weight is tied to another's: ``Op.held_param_bytes``)."""
+    held = op.param_bytes if op.held_param_bytes < 0 else op.held_param_bytes
+    return held / tp if op.role in SHARDED_ROLES else float(held)
 
 
 def tp_factors(ops: Sequence[Op], tp: int) -> tuple[list[float], list[float]]:
