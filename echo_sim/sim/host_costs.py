@@ -32,7 +32,7 @@ from echo_sim.cost.cpu_overheads import (
 )
 from echo_sim.workload.build import Layout, Plan
 from echo_sim.workload.fsdp import fsdp_units
-from echo_sim.workload.ops import Op, Workload
+from echo_sim.workload.ops import Op, Workload, param_owner
 from echo_sim.workload.tensor_parallel import tp_param_bytes
 
 __all__ = ["apply_host_costs", "params_per_module"]
@@ -44,9 +44,7 @@ def params_per_module(workload: Workload) -> dict[str, int]:
     modules = {o.module for o in workload.ops if o.phase == "F"}
     out: dict[str, int] = {}
     for name, _, _ in workload.params:
-        mod = name.rsplit(".", 1)[0] if "." in name else ""
-        while mod and mod not in modules:
-            mod = mod.rsplit(".", 1)[0] if "." in mod else ""
+        mod = param_owner(name, modules)
         if mod:
             out[mod] = out.get(mod, 0) + 1
     return out

@@ -43,6 +43,7 @@ __all__ = [
     "Workload",
     "block_index",
     "extract_workload",
+    "param_owner",
     "tp_role",
 ]
 
@@ -404,6 +405,15 @@ def _with_saved(ops: list[Op], saved: Any) -> list[Op]:
     return out
 
 
+def param_owner(name: str, modules: set[str]) -> str:
+    """The traced module owning parameter ``name``: the longest module-path prefix of it in
+    ``modules`` ("" when none does)."""
+    mod = name.rsplit(".", 1)[0] if "." in name else ""
+    while mod and mod not in modules:
+        mod = mod.rsplit(".", 1)[0] if "." in mod else ""
+    return mod
+
+
 def _with_held_params(ops: list[Op], params: list[dict[str, Any]]) -> list[Op]:
     """Ops of modules that own no tensor of the parameter table (their weight is tied to
     another module's, e.g. a language-model head sharing the token embedding) hold 0
@@ -415,8 +425,8 @@ def _with_held_params(ops: list[Op], params: list[dict[str, Any]]) -> list[Op]:
     modules = {o.module for o in ops if o.phase == "F"}
     owned: Counter[str] = Counter()
     for name, p in zip(names, params, strict=True):
-        mod = name.rsplit(".", 1)[0] if "." in name else ""
-        if mod in modules:
+        mod = param_owner(name, modules)
+        if mod:
             owned[mod] += int(p.get("bytes", 0))
     tied = {o.module for o in ops if o.phase == "F" and o.param_bytes > 0 and not owned[o.module]}
     mismatch = any(owned[o.module] != o.param_bytes for o in ops
