@@ -103,13 +103,18 @@ def walk_saved(roots: Iterable[Any], exclude: set[int]) -> SavedWalk:
     """Walk the autograd graph from ``roots`` (``grad_fn`` nodes); storages whose pointer
     is in ``exclude`` or whose size is 0 are left out."""
     out = SavedWalk()
-    seen: set[int] = set()
+    # id -> node: the Python wrapper of a C++ autograd node lives only while referenced
+    # and is made anew on each access, so a freed wrapper's id is soon reused by another
+    # node's; holding every visited wrapper keeps ids unique (and a node's wrapper cached,
+    # so a second path to it yields the same object). Dropping this pruned whole branches:
+    # on CUDA the walk stopped after the model's last two calls.
+    seen: dict[int, Any] = {}
     stack = [r for r in roots if r is not None]
     while stack:
         node = stack.pop()
         if id(node) in seen:
             continue
-        seen.add(id(node))
+        seen[id(node)] = node
         out.nodes += 1
         try:
             seq = int(node._sequence_nr())

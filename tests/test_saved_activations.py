@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -288,3 +289,52 @@ def test_a_tied_weight_is_held_once(tmp_path: Path) -> None:
                        sequence_parallel=False, has_blocks=wl.has_blocks)
     assert mem.param_bytes == unique  # not 64 x 16 x 4 bytes twice
     assert sum(o.param_bytes for o in wl.fw_ops) > unique  # what the ops' own args claim
+
+
+class _RawSlot:
+    unpack_hook = None
+
+
+class _NodeWrapper:
+    """A Python wrapper of an autograd node as torch makes them: the node keeps only a weak
+    reference to its wrapper, so each access after the last wrapper died makes a new one
+    (and CPython soon gives a new object the id of a dead one)."""
+
+    _live: weakref.WeakValueDictionary[int, _NodeWrapper] = weakref.WeakValueDictionary()
+
+    def __init__(self, graph: dict[int, tuple[list[int], torch.Tensor]], key: int) -> None:
+        self.graph, self.key = graph, key
+
+    @classmethod
+    def of(cls, graph: dict[int, tuple[list[int], torch.Tensor]], key: int) -> _NodeWrapper:
+        w = cls._live.get(key)
+        if w is None:
+            w = cls._live[key] = cls(graph, key)
+        return w
+
+    def _sequence_nr(self) -> int:
+        return self.key
+
+    @property
+    def next_functions(self) -> tuple[tuple[_NodeWrapper, int], ...]:
+        return tuple((self.of(self.graph, k), 0) for k in self.graph[self.key][0])
+
+    @property
+    def _raw_saved_self(self) -> _RawSlot:
+        return _RawSlot()
+
+    @property
+    def _saved_self(self) -> torch.Tensor:
+        return self.graph[self.key][1]
+
+
+def test_the_walk_visits_every_node_although_wrappers_are_transient() -> None:
+    # a residual chain (every node reachable on two paths), each node saving its own
+    # storage: a walk that remembered only the ids of wrappers it let die skipped nodes
+    # whose new wrapper reused such an id (on CUDA: everything below the last two calls)
+    n = 300
+    graph = {k: ([j for j in (k - 1, k - 2) if j >= 0], torch.ones(k + 1)) for k in range(n)}
+    walk = walk_saved([_NodeWrapper.of(graph, n - 1)], set())
+    assert walk.nodes == n
+    assert len(walk.nbytes) == n
+    assert sum(walk.nbytes.values()) == sum(4 * (k + 1) for k in range(n))
