@@ -3,11 +3,17 @@
 Per (rank, step) cell:
 
 * ``iteration_us``: the ``STEP`` marker's duration (else the span of the cell's events);
-* ``fwbw_us``: time covered by ``FW``/``BW`` events (union, so nested modules count once);
-* ``compute_us``: time covered by ``FW``/``BW``/``UPDATE`` events;
-* ``comm_us``: time covered by ``Comm`` events (union over lanes);
-* ``overlapped_us`` = |comm ∩ compute| = comm_us + compute_us − |comm ∪ compute|: communication
-  hidden behind compute on the same rank; ``exposed_us`` = comm_us − overlapped_us.
+* ``fwbw_us``: busy time covered by ``FW``/``BW`` events (union, so nested modules count once);
+* ``compute_us``: busy time covered by ``FW``/``BW``/``UPDATE`` events;
+* ``comm_us``: busy time covered by ``Comm`` events (union over lanes);
+* ``overlapped_us`` = ``∫ compute(t)·comm(t) dt``: communication hidden behind compute on the
+  same rank; ``exposed_us`` = comm_us − overlapped_us.
+
+Busy time is the rule of :mod:`echo_sim.analysis.statistic`: each event's newly covered length
+counts at its density ``busy_us / dur_us`` (GPU traces: kernel time inside a run of kernels;
+1 elsewhere), so an event's idle gaps are idle. ``compute(t)``/``comm(t)`` are those
+densities over time (:func:`~echo_sim.analysis.statistic.overlap_us`); with every density 1,
+overlapped is ``|comm ∩ compute|`` = comm_us + compute_us − ``|comm ∪ compute|``.
 
 Summary: ``iteration_time_us`` is the median over captured steps of the slowest rank's
 iteration time in that step (the job's iteration time); per rank, mean and median.
@@ -113,8 +119,7 @@ def collect(trace: Trace) -> Collected:
     fwbw = grid.covered(trace, (int(Cat.FW), int(Cat.BW)))
     compute = grid.covered(trace, compute_cats)
     comm = grid.covered(trace, comm_cats)
-    both = grid.covered(trace, compute_cats + comm_cats)
-    overlapped = np.clip(comm + compute - both, 0.0, comm)
+    overlapped = np.clip(grid.overlap(trace, compute_cats, comm_cats), 0.0, comm)
     exposed = comm - overlapped
     missing = ~np.isfinite(iters)
     cells = {

@@ -5,9 +5,15 @@ operator on every rank in every captured step is one sample; the table gives cou
 mean, median, 95th percentile and (population) standard deviation of the sample durations,
 and the share of step time (operator total ÷ the sum of step times over ranks and steps).
 
-Category totals are *covered* time: the length of the union of a category's intervals in each
-(rank, step), so nested modules and concurrent communication lanes are not counted twice.
-``idle`` is step time not covered by any compute event (``FW``/``BW``/``UPDATE``).
+Category totals are *covered busy* time per (rank, step): the union of the category's
+intervals, swept in start order, where each interval's newly covered length counts at its
+density ``busy_us / dur_us`` (an event's idle gaps are idle). So nested modules and concurrent
+communication lanes are not counted twice, and on a GPU trace, whose events are runs of kernels
+with ``args.busy_us`` of kernel time inside, non-overlapping events on one stream add up to
+the sum of their ``busy_us`` (clipped to the step). Where ``busy_us == dur_us`` (CPU traces,
+every foreign format) the density is 1 and this is the plain union. ``idle`` is iteration
+time minus the covered busy time of compute events (``FW``/``BW``/``UPDATE``). Operator rows
+are event durations (``dur_us``), busy or not.
 
 The grid of (rank, step) cells and the interval-union helper here are shared by
 :mod:`echo_sim.analysis.collect` and :mod:`echo_sim.analysis.stragglers`. All vectorised:
@@ -30,12 +36,15 @@ __all__ = [
     "CATEGORIES",
     "SORT_KEYS",
     "CategoryStat",
+    "Intervals",
     "OpStat",
     "RankStat",
     "Statistics",
     "StepGrid",
+    "busy_density",
     "captured_steps",
     "covered_us",
+    "overlap_us",
     "sort_ops",
     "statistic",
     "step_grid",
@@ -59,7 +68,8 @@ class StepGrid:
     Cell ``g = rank_index * len(steps) + step_index``. ``start_us``/``end_us`` are the cell's
     iteration bounds (the ``STEP`` marker, else the span of the cell's events; NaN for a cell
     with no events). ``rows`` are the non-marker event rows in captured steps; ``group`` their
-    cell; ``ts_us``/``end_us_rows`` their bounds clipped to the cell.
+    cell; ``ts_us``/``end_us_rows`` their bounds clipped to the cell; ``density`` their
+    ``busy_us / dur_us`` in [0, 1] (1 for a zero-length event).
     """
 
     ranks: np.ndarray
@@ -70,6 +80,7 @@ class StepGrid:
     group: np.ndarray
     ts_us: np.ndarray
     end_us_rows: np.ndarray
+    density: np.ndarray
 
     @property
     def n_cells(self) -> int:
@@ -85,9 +96,22 @@ class StepGrid:
         return per_cell.reshape(self.ranks.size, self.steps.size)
 
     def covered(self, trace: Trace, cats: tuple[int, ...]) -> np.ndarray:
-        """Covered time (µs) per cell of the events whose category is in ``cats``."""
+        """Covered busy time (µs) per cell of the events whose category is in ``cats``
+        (:func:`covered_us` weighted by each event's busy density)."""
         sel = np.isin(trace.events.cat[self.rows], cats)
-        return covered_us(self.group[sel], self.ts_us[sel], self.end_us_rows[sel], self.n_cells)
+        return covered_us(self.group[sel], self.ts_us[sel], self.end_us_rows[sel], self.n_cells,
+                          density=self.density[sel])
+
+    def overlap(self, trace: Trace, cats_a: tuple[int, ...],
+                cats_b: tuple[int, ...]) -> np.ndarray:
+        """Busy time (µs) per cell that events of ``cats_a`` and of ``cats_b`` spend together
+        (:func:`overlap_us`); with every density 1, the length of the intersection of the
+        two unions."""
+        cat = trace.events.cat[self.rows]
+        a, b = np.isin(cat, cats_a), np.isin(cat, cats_b)
+        return overlap_us((self.group[a], self.ts_us[a], self.end_us_rows[a], self.density[a]),
+                          (self.group[b], self.ts_us[b], self.end_us_rows[b], self.density[b]),
+                          self.n_cells)
 
 
 def captured_steps(trace: Trace) -> np.ndarray:
@@ -128,25 +152,36 @@ def step_grid(trace: Trace) -> StepGrid:
     group = cell[~is_marker]
     c_ts = np.clip(ts[~is_marker], start[group], stop[group])
     c_end = np.clip(end[~is_marker], start[group], stop[group])
-    return StepGrid(ranks, steps, start, stop, rows, group, c_ts, c_end)
+    density = busy_density(ev.busy_us[rows], ev.dur_us[rows])
+    return StepGrid(ranks, steps, start, stop, rows, group, c_ts, c_end, density)
 
 
-def covered_us(group: np.ndarray, start_us: np.ndarray, end_us: np.ndarray,
-               n_groups: int) -> np.ndarray:
-    """Length (µs) of the union of the intervals ``[start, end)`` in each group.
+def busy_density(busy_us: np.ndarray, dur_us: np.ndarray) -> np.ndarray:
+    """``busy_us / dur_us`` clipped to [0, 1]; 1 where ``dur_us <= 0`` or either is NaN."""
+    ratio = np.divide(busy_us, dur_us, out=np.ones_like(dur_us, dtype=np.float64),
+                      where=dur_us > 0)
+    return np.clip(np.nan_to_num(ratio, nan=1.0), 0.0, 1.0)
 
-    Sweep line, vectorised: intervals of all groups are laid end to end on one axis (each
-    group shifted past the previous one's extent), sorted by start; interval i adds
-    ``max(0, end_i - max(start_i, max(end_0..end_{i-1})))`` to its group.
-    """
-    out = np.zeros(n_groups)
-    if group.size == 0:
-        return out
+
+def _layout(groups: list[np.ndarray], starts: list[np.ndarray], ends: list[np.ndarray],
+            n_groups: int) -> tuple[np.ndarray, float]:
+    """Per-group origin (earliest start) and one span longer than every group's extent: the
+    shared axis on which group g's times ``t`` sit at ``t - origin[g] + g * span``."""
     origin = np.full(n_groups, np.inf)
-    np.minimum.at(origin, group, start_us)
+    for g, s in zip(groups, starts, strict=True):
+        np.minimum.at(origin, g, s)
+    reach = [float(np.maximum(e - origin[g], s - origin[g]).max())
+             for g, s, e in zip(groups, starts, ends, strict=True) if g.size]
+    return origin, max(reach) + 1.0
+
+
+def _sweep(group: np.ndarray, start_us: np.ndarray, end_us: np.ndarray, origin: np.ndarray,
+           span: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(order, lo, hi)``: the intervals sorted by start on the shared axis (``order``, ties
+    in input order) and the part ``[lo, hi)`` of each that no earlier-starting interval covers
+    (``hi <= lo`` when nothing is new)."""
     rel_s = start_us - origin[group]
     rel_e = np.maximum(end_us - origin[group], rel_s)
-    span = float(rel_e.max()) + 1.0
     shift = group.astype(np.float64) * span
     s = rel_s + shift
     order = np.argsort(s, kind="stable")
@@ -156,8 +191,74 @@ def covered_us(group: np.ndarray, start_us: np.ndarray, end_us: np.ndarray,
     prev = np.empty_like(run)
     prev[0] = -np.inf
     prev[1:] = run[:-1]
-    contrib = np.maximum(0.0, e - np.maximum(s, prev))
+    return order, np.maximum(s, prev), e
+
+
+def covered_us(group: np.ndarray, start_us: np.ndarray, end_us: np.ndarray,
+               n_groups: int, *, density: np.ndarray | None = None) -> np.ndarray:
+    """Length (µs) of the union of the intervals ``[start, end)`` in each group, each
+    interval's share weighted by its ``density`` in [0, 1] (None: all 1).
+
+    Sweep line, vectorised: intervals of all groups are laid end to end on one axis (each
+    group shifted past the previous one's extent), sorted by start (ties: input order);
+    interval i adds ``density_i * max(0, end_i - max(start_i, max(end_0..end_{i-1})))`` to
+    its group. With ``density = busy_us / dur_us`` an interval covers its newly covered
+    length at the rate its work ran: disjoint intervals sum to their busy time, and a
+    nested interval adds nothing (the earlier-starting one owns the shared time).
+    """
+    out = np.zeros(n_groups)
+    if group.size == 0:
+        return out
+    origin, span = _layout([group], [start_us], [end_us], n_groups)
+    order, lo, hi = _sweep(group, start_us, end_us, origin, span)
+    contrib = np.maximum(0.0, hi - lo)
+    if density is not None:
+        contrib *= density[order]
     out += np.bincount(group[order], weights=contrib, minlength=n_groups)
+    return out
+
+
+Intervals = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+"""(group, start_us, end_us, density) of a set of intervals, one row each."""
+
+
+def overlap_us(a: Intervals, b: Intervals, n_groups: int) -> np.ndarray:
+    """Per group, ``∫ a(t)·b(t) dt`` (µs): the busy time two interval sets spend together.
+
+    ``a(t)`` is the density of the interval of ``a`` that owns ``t`` under the
+    :func:`covered_us` sweep (the earliest-starting one covering ``t``; 0 where none), so
+    ``∫ a(t) dt`` is ``covered_us`` of ``a``; likewise ``b(t)``. A density is a rate spread
+    evenly over the interval (where in the span the kernels ran is not known), and the two
+    sets run independently: at ``t`` both are busy ``a(t)·b(t)`` of the time. With all
+    densities 1 this is ``|∪a ∩ ∪b|``; it is never more than either covered time.
+
+    Vectorised: both sweeps' owned pieces (disjoint, sorted) on one shared axis, cut at every
+    piece boundary; each elementary segment adds ``length · a · b`` to its group.
+    """
+    out = np.zeros(n_groups)
+    if a[0].size == 0 or b[0].size == 0:
+        return out
+    origin, span = _layout([a[0], b[0]], [a[1], b[1]], [a[2], b[2]], n_groups)
+    owned = []
+    for group, start, end, density in (a, b):
+        order, lo, hi = _sweep(group, start, end, origin, span)
+        keep = hi > lo
+        if not keep.any():
+            return out
+        owned.append((lo[keep], hi[keep], density[order][keep], group[order][keep]))
+    cuts = np.unique(np.concatenate([p for o in owned for p in o[:2]]))
+    left, right = cuts[:-1], cuts[1:]
+    mid = 0.5 * (left + right)
+    rate = np.ones(mid.size)
+    cell = np.zeros(mid.size, np.int64)
+    for lo, hi, density, group in owned:
+        k = np.searchsorted(lo, mid, side="right") - 1
+        k_ok = np.maximum(k, 0)
+        inside = (k >= 0) & (mid < hi[k_ok])
+        rate *= np.where(inside, density[k_ok], 0.0)
+        cell = np.where(inside, group[k_ok], cell)
+    on = rate > 0
+    out += np.bincount(cell[on], weights=(right - left)[on] * rate[on], minlength=n_groups)
     return out
 
 
@@ -179,7 +280,8 @@ class OpStat:
 
 @dataclass(frozen=True)
 class CategoryStat:
-    """Covered time of one category: total over cells, mean per (rank, step), share."""
+    """Covered busy time of one category (µs): total over cells, mean per (rank, step), share
+    of step time. ``idle``: iteration time minus compute's covered busy time."""
 
     category: str
     total_us: float
@@ -274,6 +376,8 @@ def statistic(trace: Trace, *, sort: str = "total", head: int | None = None) -> 
     """Operator, category and rank statistics over every captured step of every rank.
 
     ``sort``: one of :data:`SORT_KEYS`; ``head``: keep the first N operators (None: all).
+    Categories and ``idle`` follow the busy rule of the module docstring; operators use
+    durations.
     """
     if head is not None and head < 0:
         raise EchoError(f"--head must be >= 0, got {head}")
@@ -292,7 +396,7 @@ def statistic(trace: Trace, *, sort: str = "total", head: int | None = None) -> 
         "Comm": grid.covered(trace, (int(Cat.COMM),)),
         "UPDATE": grid.covered(trace, (int(Cat.UPDATE),)),
     }
-    compute = grid.covered(trace, _COMPUTE_CATS)
+    compute = grid.covered(trace, _COMPUTE_CATS)  # busy compute: idle gaps in events are idle
     idle = np.where(valid, iters - compute, 0.0)
     per_cat["idle"] = np.where(idle > _NOISE_US, idle, 0.0)  # float sums leave ~1e-14 us
     n_valid = int(valid.sum())

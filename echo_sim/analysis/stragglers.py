@@ -5,8 +5,9 @@ as the trace contract prescribes; for each matched operation the entry (issue) t
 member is compared with the earliest member's, ``late_us = ts_us − min(ts_us)``. Per
 (step, rank): the largest and the mean lateness over the step's collectives.
 
-Compute excess: time covered by ``FW``/``BW``/``UPDATE`` on a rank in a step minus the
-median over ranks of the same step (negative: faster than the median).
+Compute excess: busy time covered by ``FW``/``BW``/``UPDATE`` on a rank in a step (the rule of
+:mod:`echo_sim.analysis.statistic`: idle gaps inside GPU kernel runs are not compute) minus
+the median over ranks of the same step (negative: faster than the median).
 
 A (step, rank) cell is a straggler when either figure exceeds ``threshold_us`` (default: 5 %
 of the job's iteration time, the median over steps of the slowest rank). Send/recv pairs are

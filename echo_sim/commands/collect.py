@@ -17,7 +17,8 @@ Iteration time per rank and step, and how it splits into compute and communicati
 iteration: the STEP marker's duration (else the span of the step's events).
 FW+BW: time covered by forward and backward slices. comm: time covered by communication
 slices; overlapped: communication that runs while the same rank computes; exposed: the
-rest (communication the rank waits for). All times in microseconds.
+rest (communication the rank waits for). Covered time counts each slice's busy share
+(args.busy_us / dur on GPU traces, whole slices elsewhere). All times in microseconds.
 
 iteration_time_us (the job's iteration time) is the median over captured steps of the
 slowest rank in each step. Per rank: mean and median over its steps.

@@ -24,9 +24,11 @@ the table shows count, total, mean, median, 95th percentile and standard deviati
 the durations (microseconds) and the share of step time (operator total / sum of step
 times over ranks and steps).
 
-Categories (FW, BW, Comm, UPDATE) are covered time: the union of the category's slices
-per rank and step, so nested modules and concurrent collectives count once. idle is step
-time not covered by any compute slice (FW/BW/UPDATE). Per rank: means per step.
+Categories (FW, BW, Comm, UPDATE) are covered busy time: the union of the category's
+slices per rank and step, so nested modules and concurrent collectives count once, each
+slice counting only its busy share (args.busy_us / dur: GPU kernel time inside a run of
+kernels; the whole slice on CPU traces). idle is step time minus compute's (FW/BW/UPDATE)
+busy time, so gaps between kernels inside a slice are idle. Per rank: means per step.
 """
 
 CSV_COLUMNS = ("name", "category", "count", "total_us", "mean_us", "median_us", "p95_us",
@@ -54,7 +56,7 @@ def render(stats: Statistics, *, source: str = "", shown: int | None = None) -> 
                      title="\nOperators", left=2) + more,
         format_table(["category", "total_us", "per_step_us", "share"],
                      [[c.category, fmt_us(c.total_us), fmt_us(c.per_step_us), fmt_pct(c.share)]
-                      for c in stats.categories], title="\nCategories (covered time)"),
+                      for c in stats.categories], title="\nCategories (covered busy time)"),
         format_table(["rank", "steps", "step_us", "FW_us", "BW_us", "Comm_us", "UPDATE_us",
                       "idle_us"],
                      [[str(r.rank), r.steps, fmt_us(r.step_us), fmt_us(r.fw_us),

@@ -17,8 +17,9 @@ Find ranks that hold the others up, step by step.
 Collective entry: collectives are matched across ranks by (process group, sequence
 number); for each, every member's entry (issue) time is compared with the earliest
 member's. late_us is how much later a rank entered (max and mean over a step's
-collectives). Compute: time covered by FW/BW/UPDATE on a rank in a step minus the median
-over ranks for that step (excess_us; negative means faster).
+collectives). Compute: busy time covered by FW/BW/UPDATE on a rank in a step (GPU: kernel
+time, args.busy_us) minus the median over ranks for that step (excess_us; negative means
+faster).
 
 A (step, rank) is flagged when either figure exceeds --threshold-us (default: 5% of the
 iteration time, the median over steps of the slowest rank). Times in microseconds.

@@ -9,6 +9,9 @@ the batches, sorts by time and fills missing occurrences.
 Values are type- and range-checked per batch (vectorised): times must be numbers, not
 booleans (``"ts": true`` used to pass as 1.0 µs); integer args must be integers that fit
 their column (int32 steps, int64 byte counts), so nothing overflows silently.
+
+``args.busy_us`` (GPU traces: kernel time inside the slice, µs) fills the ``busy_us`` column;
+events without it get their ``dur`` (see :func:`echo_sim.trace.model.busy_within`).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import numpy as np
 
 from echo_sim.errors import TraceFormatError
 from echo_sim.textsafe import safe_text
-from echo_sim.trace.model import COLLECTIVES, Cat
+from echo_sim.trace.model import COLLECTIVES, Cat, busy_within
 
 __all__ = ["CAT_BY_LABEL", "ColumnBuilder", "Interner", "RankTable", "occurrences"]
 
@@ -37,6 +40,7 @@ _NUMBER = frozenset({int, float})
 _INT = frozenset({int})
 _I32 = (-(1 << 31), (1 << 31) - 1)
 _I64 = (-(1 << 63), (1 << 63) - 1)
+_NAN = float("nan")
 
 
 class Interner:
@@ -164,6 +168,8 @@ class ColumnBuilder:
             "out_bytes": _ints([a.get("out_bytes", 0) for a in args], np.int64, "out_bytes",
                                _I64),
             "flops": _numbers([a.get("flops", 0.0) for a in args], "args.flops"),
+            "busy_us": busy_within(_numbers([a.get("busy_us", _NAN) for a in args],
+                                            "args.busy_us"), dur),
         }
         cols.update(self._comm(cat, args, n))
         pids = [e.get("pid", 0) for e in xs]
@@ -172,6 +178,19 @@ class ColumnBuilder:
                        else np.full(n, -1, np.int64))
         del pids
         self._parts.append(cols)
+        for e, a in zip(xs, args, strict=True):
+            # a STEP's allocator / RSS peaks (echo_trace resets them at every step): counter
+            # samples of their own series at the step's end, since the periodic samples miss
+            # the peak between them
+            if e["name"] == "STEP" and a:
+                for key, v in a.items():
+                    if key.startswith("peak_") and key.endswith("_bytes") \
+                            and type(v) in _NUMBER:
+                        self._counter_pid.append(e.get("pid", 0)
+                                                 if type(e.get("pid")) is int else -1)
+                        self._counters[0].append(float(e["ts"]) + float(e["dur"]))
+                        self._counters[1].append(self.series.one(key))
+                        self._counters[2].append(float(v))
         for e in cs:
             t = e["ts"]
             if type(t) not in _NUMBER:
@@ -216,14 +235,14 @@ class ColumnBuilder:
         parts = self._parts
         keys = ("step", "cat", "name", "tid", "ts_us", "dur_us", "occ", "coll", "nbytes",
                 "group", "seq", "peer", "kind", "param_bytes", "in_bytes", "out_bytes", "flops",
-                "pid")
+                "busy_us", "pid")
         if len(parts) == 1:
             cols = parts[0]
         elif parts:
             cols = {k: np.concatenate([p[k] for p in parts]) for k in keys}
         else:
-            cols = {k: np.zeros(0, np.float64 if k in ("ts_us", "dur_us", "flops") else np.int64)
-                    for k in keys}
+            floats = ("ts_us", "dur_us", "flops", "busy_us")
+            cols = {k: np.zeros(0, np.float64 if k in floats else np.int64) for k in keys}
         self._parts = []
         n = int(cols["ts_us"].shape[0])
         pid = cols.pop("pid")
@@ -279,6 +298,8 @@ def _first_bad(events: list[Any], offset: int) -> str:
         args = e.get("args") or {}
         if not isinstance(args, dict):
             return f"traceEvents[{i}]: 'args' is not an object"
+        if ph == "X" and type(args.get("busy_us", 0.0)) not in _NUMBER:
+            return f"traceEvents[{i}]: args.busy_us is {_short(args['busy_us'])}, expected a number"
         for key, v in args.items():
             if key in ("step", "occ", "bytes", "seq", "peer", "param_bytes", "in_bytes",
                        "out_bytes") and type(v) is not int:

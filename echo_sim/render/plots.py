@@ -26,8 +26,9 @@ _COLORS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#bbbbbb")
 def step_breakdown(stats: Statistics, coll: Collected) -> dict[int, dict[str, float]]:
     """rank → {part: mean µs per step} for :data:`BREAKDOWN_PARTS`; parts sum to the step time.
 
-    FW/BW/UPDATE are covered times (they never overlap each other on the compute track);
-    idle is the rest of the step minus exposed communication, floored at 0.
+    FW/BW/UPDATE are covered busy times (they never overlap each other on the compute track;
+    GPU: kernel time, gaps inside a slice are idle); idle is the rest of the step minus
+    exposed communication, floored at 0.
     """
     exposed = {r.rank: r.exposed_mean_us for r in coll.per_rank}
     out: dict[int, dict[str, float]] = {}

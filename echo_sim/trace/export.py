@@ -165,6 +165,9 @@ def chrome_events(trace: Trace, *, rows: np.ndarray | None = None,
     end_r = np.round(ev.ts_us[rows] + ev.dur_us[rows], 3)
     dur_r = np.round(np.maximum(end_r - ts_r, 0.0), 3)
     tids = _tracks(trace, rows, ts_r, end_r)
+    # args.busy_us only where the trace said less than the span (GPU kernel runs)
+    busy_r = np.where(ev.busy_us[rows] < ev.dur_us[rows], np.round(ev.busy_us[rows], 3),
+                      np.nan).tolist()
 
     col = {c: getattr(ev, c)[rows].tolist() for c in (
         "rank", "step", "cat", "name", "occ", "coll", "nbytes", "group", "seq", "peer", "kind",
@@ -175,12 +178,14 @@ def chrome_events(trace: Trace, *, rows: np.ndarray | None = None,
     fw, bw, upd, comm = int(Cat.FW), int(Cat.BW), int(Cat.UPDATE), int(Cat.COMM)
     out: list[dict] = []
     for (row, rank, step, cat, name, occ, coll, nbytes, group, seq, peer, kind, pbytes, ibytes,
-         obytes, flops, ts, dur, tid) in zip(
+         obytes, flops, ts, dur, tid, busy) in zip(
             rows.tolist(), col["rank"], col["step"], col["cat"], col["name"], col["occ"],
             col["coll"], col["nbytes"], col["group"], col["seq"], col["peer"], col["kind"],
             col["param_bytes"], col["in_bytes"], col["out_bytes"], col["flops"],
-            ts_r.tolist(), dur_r.tolist(), tids.tolist(), strict=True):
+            ts_r.tolist(), dur_r.tolist(), tids.tolist(), busy_r, strict=True):
         args: dict[str, Any] = {"step": step, "occ": occ}
+        if busy == busy:  # not NaN
+            args["busy_us"] = busy
         if cat == fw or cat == bw:
             args["module"] = modules[name]
             if kind >= 0:

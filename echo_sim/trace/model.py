@@ -9,6 +9,11 @@ time), with names interned to integers: a 1,000,000-event, 64-rank trace costs a
 100 bytes per event instead of a Python dict each.
 
 Units: times are microseconds (``*_us``) on a clock aligned across ranks; sizes are bytes.
+
+Busy time: an event spans ``ts_us``..``ts_us + dur_us``; ``busy_us`` is the part of that span
+in which work actually ran. On GPU traces an event is one run of consecutive kernels and
+``busy_us`` their summed kernel time (the trace's ``args.busy_us``); everywhere else it equals
+``dur_us``. Invariant: ``0 <= busy_us <= dur_us`` (``busy_us == dur_us`` when ``dur_us < 0``).
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ __all__ = [
     "RankInfo",
     "Trace",
     "TraceBuilder",
+    "busy_within",
 ]
 
 
@@ -93,12 +99,29 @@ _COLUMNS: dict[str, tuple[type, Any]] = {
     "in_bytes": (np.int64, 0),
     "out_bytes": (np.int64, 0),
     "flops": (np.float64, 0.0),
+    # time work ran inside the span (GPU: kernel time); NaN = not given, stored as dur_us
+    "busy_us": (np.float64, np.nan),
 }
+
+
+def _busy_not_given() -> np.ndarray:
+    return np.zeros(0, np.float64)
+
+
+def busy_within(busy_us: np.ndarray, dur_us: np.ndarray) -> np.ndarray:
+    """``busy_us`` made to hold the :class:`Events` invariant, vectorised: NaN (not given)
+    becomes ``dur_us``, the rest is clipped to ``[0, dur_us]``."""
+    busy = np.where(np.isnan(busy_us), dur_us, busy_us)
+    return np.minimum(np.maximum(busy, 0.0), dur_us)
 
 
 @dataclass
 class Events:
-    """Parallel arrays, one row per event; see ``_COLUMNS`` for the meaning of each."""
+    """Parallel arrays, one row per event; see ``_COLUMNS`` for the meaning of each.
+
+    ``busy_us`` may be left out: it is then a copy of ``dur_us`` (every event busy for its
+    whole span, as on CPU traces).
+    """
 
     rank: np.ndarray
     step: np.ndarray
@@ -118,6 +141,14 @@ class Events:
     in_bytes: np.ndarray
     out_bytes: np.ndarray
     flops: np.ndarray
+    busy_us: np.ndarray = field(default_factory=_busy_not_given)
+
+    def __post_init__(self) -> None:
+        if self.busy_us.shape != self.dur_us.shape:
+            if self.busy_us.size:
+                raise ValueError(f"Events.busy_us has {self.busy_us.size} rows, dur_us "
+                                 f"{self.dur_us.size}; give one per event or none")
+            self.busy_us = self.dur_us.astype(np.float64, copy=True)
 
     def __len__(self) -> int:
         return int(self.ts_us.shape[0])
@@ -338,9 +369,14 @@ class TraceBuilder:
         in_bytes: int = 0,
         out_bytes: int = 0,
         flops: float = 0.0,
+        busy_us: float | None = None,
         comm_args: dict[str, Any] | None = None,
     ) -> int:
-        """Append one event; returns its provisional row (order before the final sort)."""
+        """Append one event; returns its provisional row (order before the final sort).
+
+        ``busy_us``: time work ran inside the span (GPU kernel time); None: all of it
+        (``dur_us``). Clipped to ``[0, dur_us]``.
+        """
         c = self._cols
         row = len(c["rank"])
         c["rank"].append(rank)
@@ -362,6 +398,7 @@ class TraceBuilder:
         c["in_bytes"].append(in_bytes)
         c["out_bytes"].append(out_bytes)
         c["flops"].append(flops)
+        c["busy_us"].append(np.nan if busy_us is None else busy_us)
         if comm_args:
             self._comm_args[row] = comm_args
         return row
@@ -387,6 +424,7 @@ class TraceBuilder:
         cols: dict[str, np.ndarray] = {
             c: np.asarray(v, dtype=_COLUMNS[c][0]) for c, v in self._cols.items()
         }
+        cols["busy_us"] = busy_within(cols["busy_us"], cols["dur_us"])
         n = cols["rank"].shape[0]
         order = np.lexsort((cols["ts_us"], cols["rank"])) if n else np.zeros(0, np.int64)
         cols = {c: v[order] for c, v in cols.items()}
