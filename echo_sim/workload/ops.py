@@ -474,16 +474,19 @@ def _param_shapes(meta: dict[str, Any]) -> list[tuple[str, list[int]]]:
 
 
 def _measured_peak(trace: Trace, rank: int, steps: list[int]) -> tuple[int, str]:
-    """Peak memory the trace measured (CUDA allocated, else host RSS) and which one."""
+    """Peak memory the trace measured (CUDA allocated, else host RSS) and which one: the
+    per-step peaks of the STEP markers (``peak_cuda_allocated_bytes``: the allocator's
+    ``max_memory_allocated`` of the step) when the trace has them, else the largest periodic
+    sample, which can miss a short-lived peak between samples."""
     info = trace.ranks.get(rank)
     device = (info.device if info else "cpu") or "cpu"
-    want = ("cuda_allocated_bytes",) if device.startswith("cuda") else ("rss_bytes",)
-    best = 0
+    want = (("peak_cuda_allocated_bytes", "cuda_allocated_bytes")
+            if device.startswith("cuda") else ("peak_rss_bytes", "rss_bytes"))
     for series in want:
         if series in trace.counter_names:
             sid = trace.counter_names.index(series)
             c = trace.counters
             vals = c.value[(c.rank == rank) & (c.series == sid)]
-            if vals.size:
-                best = max(best, int(vals.max()))
-    return best, want[0] if best else ""
+            if vals.size and vals.max() > 0:
+                return int(vals.max()), series
+    return 0, ""
