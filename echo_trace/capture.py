@@ -104,6 +104,7 @@ class Capture:
         self._seq = next(_SEQ)
         self._clock: ClockMap | None = None
         self._timer: Any = None
+        self._gpu_stopped: Any = None  # Kineto's stop(): attributed by the writer thread
         self._optim: Any = None
         self._watch: Any = None
         self._modules: Any = None
@@ -292,7 +293,8 @@ class Capture:
                 self._cuda_index = torch.cuda.current_device()
                 from echo_trace.gpu.backend import make_timer
 
-                self._timer = make_timer(rec)  # Kineto; CudaTimer if a profiler runs
+                # Kineto; CudaTimer if a profiler runs or this torch's cannot be used
+                self._timer = make_timer(rec, raw=self.config.kineto_raw)
                 self._device = "cuda"
                 self._device_name = torch.cuda.get_device_name(self._cuda_index)
             else:
@@ -309,9 +311,11 @@ class Capture:
             self._memory = MemorySampler(rec, interval_ms=self.config.memory_interval_ms,
                                          cuda_device=self._cuda_index)
             self._install_signal()
-            self._begin_step_marker(self._count)
             self._modules.install()
             self._memory.start()
+            # last: the first step starts when the job gets control back, so opening the
+            # window is the closing step's cost, as the training script's timer sees it
+            self._begin_step_marker(self._count)
         if not rec.enabled:
             self._finish(partial=True)
 
@@ -399,9 +403,10 @@ class Capture:
             # the comm tracer's removal below)
             with self.rec.guard("comm drain"):
                 self.rec.wait_comm_idle(COMM_DRAIN_S)
-        if hasattr(self._timer, "close"):  # Kineto: GPU events made from the activity
+        if hasattr(self._timer, "stop"):  # Kineto: stop the profiler here (it must be
+            # stopped by the thread that started it); the writer attributes its activity
             with self.rec.guard("GPU timing"):
-                self._timer.close()
+                self._gpu_stopped = self._timer.stop()
         for part, name in ((self._modules, "module hooks"), (self._comm, "comm hooks")):
             if part is not None:
                 try:
@@ -480,7 +485,8 @@ class Capture:
                 except Exception as e:  # noqa: BLE001 - local clock then
                     self.rec.fail("clock shift", e)
             records, counts = self.rec.snapshot(detach=True)
-            job = (records, counts, meta, offset_us, base_ns)
+            gpu, self._gpu_stopped = self._gpu_stopped, None
+            job = (records, counts, meta, offset_us, base_ns, gpu)
             writer = threading.Thread(target=self._write_job, name="echo_trace-writer",
                                       daemon=False, args=job)
             self._writer, self._write_state = writer, "running"
@@ -501,10 +507,14 @@ class Capture:
                 self._chain_signal(*pending)
 
     def _write_job(self, records: list[Any], counts: dict[Any, int],
-                   meta: dict[str, Any] | None, offset_us: float, base_ns: int) -> None:
-        """Writer thread: events, DAG, files (trace.json first), one line on stderr."""
+                   meta: dict[str, Any] | None, offset_us: float, base_ns: int,
+                   gpu: Any = None) -> None:
+        """Writer thread: GPU attribution (``gpu``: what the Kineto timer's ``stop`` returned),
+        events, DAG, files (trace.json first), one line on stderr."""
         try:
             from echo_trace import dag as dag_mod
+
+            extra = self._resolve_gpu(records, gpu, offset_us, base_ns)
 
             recorded = {r[6] for r in records if r[0] == "X"}
             events = Recorder.to_dicts(records, counts, yield_every=YIELD_EVERY)
@@ -528,7 +538,7 @@ class Capture:
                                     dag_gml=build_dag, gzip=self.config.gzip,
                                     offset_us=offset_us, base_time_ns=base_ns,
                                     overwrite=self.config.overwrite,
-                                    yield_every=YIELD_EVERY)
+                                    yield_every=YIELD_EVERY, extra_files=extra)
             self.written = dict(result)
             if result.conflict:
                 log.warning("echo_trace: %s was filled by another run while this one was "
@@ -540,6 +550,35 @@ class Capture:
             self.rec.fail("writing the trace", e)
         finally:
             self._write_state = "done"
+
+    def _resolve_gpu(self, records: list[Any], gpu: Any, offset_us: float,
+                     base_ns: int) -> dict[str, Any]:
+        """Attribute the window's GPU activity into ``records`` (off the training thread);
+        returns the extra files: ``kineto_raw.json.gz`` when asked for. A failure keeps the
+        window's CPU-clock events, with one warning: the trace is still written."""
+        if gpu is None:
+            return {}
+        timer = self._timer
+        try:
+            timer.resolve(*gpu, records=records)
+        except Exception as e:  # noqa: BLE001 - the rest of the trace is still worth writing
+            log.warning("echo_trace: GPU attribution failed (%s: %s); this window keeps its "
+                        "CPU-clock STEP and Comm events only", type(e).__name__, e)
+        doc = getattr(timer, "raw_doc", None)
+        if not doc:
+            return {}
+        timer.raw_doc = None
+        from echo_trace.gpu.recording import RAW_FILE
+
+        def raw() -> bytes:
+            import gzip
+
+            from echo_trace.writer import dumps_json
+
+            full = dict(doc, offset_us=offset_us, base_time_ns=int(base_ns))
+            return gzip.compress(dumps_json(full), compresslevel=6, mtime=0)
+
+        return {RAW_FILE: raw}
 
     # ---------------------------------------------------------------- exits
     def _atexit_stop(self) -> None:
@@ -603,14 +642,16 @@ def capture(out_dir: str | os.PathLike[str] = "traces", start_step: int = 2,
             end_step: int | None = 5, *, gzip: bool = False, depth: int | None = None,
             memory_interval_ms: float = DEFAULT_INTERVAL_MS, overwrite: bool = False,
             max_events: int = DEFAULT_MAX_EVENTS, model: Any = None,
-            enabled: bool = True, micro_batch: int | None = None) -> Capture:
+            enabled: bool = True, micro_batch: int | None = None,
+            kineto_raw: bool = False) -> Capture:
     """A :class:`Capture` to use as ``with capture(...) as cap:`` (or ``.start()/.stop()``).
 
     Records steps ``start_step .. end_step-1``; ``enabled=False`` gives a capture whose
-    every call is a no-op; ``micro_batch`` overrides the detected micro-batch in meta.json.
-    Bad arguments raise ``ValueError`` here, before training.
+    every call is a no-op; ``micro_batch`` overrides the detected micro-batch in meta.json;
+    ``kineto_raw`` also writes the GPU profiler's raw events (``kineto_raw.json.gz``). Bad arguments raise ``ValueError`` here, before training.
     """
     cfg = CaptureConfig(out_dir=os.fspath(out_dir), start_step=start_step, end_step=end_step,
                         gzip=gzip, depth=depth, memory_interval_ms=memory_interval_ms,
-                        overwrite=overwrite, max_events=max_events, micro_batch=micro_batch)
+                        overwrite=overwrite, max_events=max_events, micro_batch=micro_batch,
+                        kineto_raw=kineto_raw)
     return Capture(cfg, model=model, enabled=enabled)

@@ -39,6 +39,9 @@ ENV_VARS: dict[str, str] = {
     "TRACE_MICRO_BATCH": "samples per forward recorded in meta.json (default: dim 0 of the "
                          "model's first tensor input)",
     "TRACE_MAX_EVENTS": f"event buffer bound per process (default: {DEFAULT_MAX_EVENTS})",
+    "TRACE_KINETO_RAW": "1 also writes kineto_raw.json.gz on GPUs: the profiler events echo's "
+                        "attribution read, to replay offline or attach to a bug report "
+                        "(default: 0)",
 }
 
 #: Values of a flag that mean "on" (compared stripped and lower-cased); ``echo_trace.pth``
@@ -92,7 +95,10 @@ class CaptureConfig:
     below the outermost module (and leaves above that level); ``memory_interval_ms``: sampler
     period, 0 = off; ``overwrite``: allow replacing a non-empty rank directory;
     ``max_events``: event buffer bound; ``micro_batch``: the samples per forward, recorded in
-    meta.json instead of the detected one (None: detected from the model's input).
+    meta.json instead of the detected one (None: detected from the model's input);
+    ``kineto_raw``: on a Kineto-timed (GPU) run, also write ``kineto_raw.json.gz``, every
+    profiler event of the window with the accessors echo reads (see
+    :mod:`echo_trace.gpu.recording`).
     """
 
     out_dir: str = "traces"
@@ -104,6 +110,7 @@ class CaptureConfig:
     overwrite: bool = False
     max_events: int = DEFAULT_MAX_EVENTS
     micro_batch: int | None = None
+    kineto_raw: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.start_step, int) or self.start_step < 0:
@@ -164,6 +171,7 @@ class CaptureConfig:
             overwrite=env_flag(env.get("TRACE_OVERWRITE"), "TRACE_OVERWRITE"),
             max_events=DEFAULT_MAX_EVENTS if max_events is None else max_events,
             micro_batch=env_int(env, "TRACE_MICRO_BATCH"),
+            kineto_raw=env_flag(env.get("TRACE_KINETO_RAW"), "TRACE_KINETO_RAW"),
         )
 
     @staticmethod

@@ -3,7 +3,8 @@
 Like ``TRACE_ON=1 python script.py args...`` without installing the ``.pth`` file: sets
 ``TRACE_ON=1`` (so child processes trace too), arms capture, then runs the script (or
 ``-m module``) as ``__main__``. Options, before the script, set the ``TRACE_*`` variables:
-``--trace-dir DIR``, ``--start-step N``, ``--end-step N``, ``--gzip``, ``--overwrite``.
+``--trace-dir DIR``, ``--start-step N``, ``--end-step N``, ``--gzip``, ``--overwrite``,
+``--kineto-raw``.
 """
 
 from __future__ import annotations
@@ -16,11 +17,12 @@ from collections.abc import Sequence
 __all__ = ["main"]
 
 USAGE = ("usage: python -m echo_trace.run [--trace-dir DIR] [--start-step N] [--end-step N] "
-         "[--gzip] [--overwrite] (script.py | -m module) [args...]")
+         "[--gzip] [--overwrite] [--kineto-raw] (script.py | -m module) [args...]")
 
 _VALUE_OPTS = {"--trace-dir": "TRACE_DIR", "--start-step": "TRACE_START_STEP",
                "--end-step": "TRACE_END_STEP"}
-_FLAG_OPTS = {"--gzip": "TRACE_GZIP", "--overwrite": "TRACE_OVERWRITE"}
+_FLAG_OPTS = {"--gzip": "TRACE_GZIP", "--overwrite": "TRACE_OVERWRITE",
+              "--kineto-raw": "TRACE_KINETO_RAW"}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

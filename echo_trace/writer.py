@@ -253,7 +253,9 @@ def write_rank_dir(rank_dir: str | os.PathLike[str], *, events: list[dict[str, A
                    meta: dict[str, Any] | Callable[[], dict[str, Any]],
                    dag_gml: str | Callable[[], str] | None, gzip: bool = False,
                    offset_us: float = 0.0, base_time_ns: int = 0,
-                   overwrite: bool = False, yield_every: int = 0) -> WriteResult:
+                   overwrite: bool = False, yield_every: int = 0,
+                   extra_files: dict[str, bytes | Callable[[], bytes]] | None = None,
+                   ) -> WriteResult:
     """Write the files of one process into ``rank_dir`` (see the module doc).
 
     ``events`` carry local µs; ``offset_us`` maps them to µs since ``base_time_ns`` (Unix
@@ -262,7 +264,9 @@ def write_rank_dir(rank_dir: str | os.PathLike[str], *, events: list[dict[str, A
     ``format``, ``trace_file``, ``num_events`` and ``base_time_ns``; ``dag_gml`` may be a
     function too: an exception from either is logged and leaves that file out.
     ``yield_every`` > 0 (the capture's writer thread passes :data:`YIELD_EVERY`) releases
-    the GIL regularly while building the trace. Raises
+    the GIL regularly while building the trace. ``extra_files`` (name → bytes, or a
+    function making them) are written after ``dag.gml``; one that fails is logged and left
+    out, like ``dag.gml``. Raises
     ``OSError`` when the rank directory is refused or the trace cannot be written
     (nothing is left behind then).
     """
@@ -303,6 +307,12 @@ def write_rank_dir(rank_dir: str | os.PathLike[str], *, events: list[dict[str, A
                 written["dag"] = "dag.gml"
         except Exception as e:  # noqa: BLE001
             errors["dag"] = f"{type(e).__name__}: {e}"
+        for fname, data in (extra_files or {}).items():
+            try:
+                _create(tmp / fname, data() if callable(data) else data)
+                written[fname] = fname
+            except Exception as e:  # noqa: BLE001
+                errors[fname] = f"{type(e).__name__}: {e}"
         if meta_doc is not None:
             try:
                 meta_doc.update(format=FORMAT, trace_file=name, num_events=len(events),
@@ -312,8 +322,9 @@ def write_rank_dir(rank_dir: str | os.PathLike[str], *, events: list[dict[str, A
             except Exception as e:  # noqa: BLE001
                 errors["meta"] = f"{type(e).__name__}: {e}"
         for what, err in errors.items():
+            fname = {"meta": "meta.json", "dag": "dag.gml"}.get(what, what)
             log.warning("echo_trace: could not write %s of %s (%s); the trace is kept "
-                        "without it", "meta.json" if what == "meta" else "dag.gml", dest, err)
+                        "without it", fname, dest, err)
         os.chmod(tmp, 0o777 & ~_umask())
         _fsync_dir(tmp)
         where, conflict = _install(tmp, dest, overwrite=overwrite)

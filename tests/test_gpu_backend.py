@@ -150,7 +150,8 @@ def test_cuda_capture_attributes_kernels(tmp_path) -> None:  # type: ignore[no-u
     torch.manual_seed(0)
     model = Net().cuda()
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    with echo_trace.capture(out_dir=tmp_path, start_step=1, end_step=3, model=model) as cap:
+    with echo_trace.capture(out_dir=tmp_path / "t", start_step=1, end_step=3, model=model,
+                            kineto_raw=True) as cap:
         for _ in range(4):
             loss = model(torch.randn(64, 8, device="cuda")).square().mean()
             loss.backward()
@@ -159,7 +160,15 @@ def test_cuda_capture_attributes_kernels(tmp_path) -> None:  # type: ignore[no-u
     timer = cap._timer
     assert isinstance(timer, KinetoTimer) and timer.last is not None
     assert timer.last.attributed_fraction >= 0.98
-    d = next(tmp_path.iterdir())
+    d = next((tmp_path / "t").iterdir())
+    # the recording replays offline into the very events the live chain wrote
+    from echo_trace.gpu.recording import write_replay
+
+    again = write_replay(d, tmp_path / "replayed" / d.name, gzip_trace=False)
+    live = json.loads((d / "trace.json").read_text())["traceEvents"]
+    offline = json.loads((again / "trace.json").read_text())["traceEvents"]
+    assert [(e["name"], e.get("ts"), e.get("dur")) for e in live] == \
+        [(e["name"], e.get("ts"), e.get("dur")) for e in offline]
     meta = json.loads((d / "meta.json").read_text())
     assert meta["timer"] == "kineto"
     tr = json.loads((d / "trace.json").read_text())
@@ -211,10 +220,9 @@ def test_record_tracks_and_comm_lanes() -> None:
     """Busiest stream on the compute track, others on their own; overlapping collectives
     on separate comm lanes; GPU args kept."""
     from echo_trace.gpu.attribute import GpuEvent
+    from echo_trace.gpu.backend import _record
 
     rec = Recorder()
-    timer = KinetoTimer(rec, cuda=False)
-    timer.close()
     ev = [GpuEvent("FW.a", "FW", 1, 7, 0.0, 50.0, 40.0, 3, {"module": "a"}),
           GpuEvent("FW.b", "FW", 1, 9, 10.0, 20.0, 10.0, 1, {"module": "b"}),
           GpuEvent("BW.a", "BW", 1, 7, 60.0, 70.0, 10.0, 1, {"module": "a", "flops": 9,
@@ -223,7 +231,7 @@ def test_record_tracks_and_comm_lanes() -> None:
           GpuEvent("Comm.x", "Comm", 1, 13, 5.0, 30.0, 25.0, 1, {"occ": 0, "bytes": 8}),
           GpuEvent("Comm.y", "Comm", 1, 13, 20.0, 40.0, 20.0, 1, {"occ": 0, "bytes": 8}),
           GpuEvent("Comm.z", "Comm", 1, 13, 35.0, 45.0, 10.0, 1, {"occ": 1, "bytes": 8})]
-    timer._record(ev, [])
+    _record(rec.events, ev, [])
     got = {e[1]: (e[3], e[7], e[8]) for e in rec.events}
     assert got["FW.a"][0] == 0 and got["FW.b"][0] == 10
     assert (got["Comm.x"][0], got["Comm.y"][0], got["Comm.z"][0]) == (100, 101, 100)
@@ -319,3 +327,46 @@ def test_cuda_ddp_nccl_buckets_after_their_backward(tmp_path) -> None:  # type: 
     trace = load_trace(tmp_path / "t")
     assert len(trace.comm_rows()) >= 2 * 2  # >= 2 buckets in each of 2 steps
     assert check_gradient_comm_order(trace) == []
+
+
+def test_capture_with_kineto_resolves_on_the_writer_and_leaves_a_recording(
+        tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The capture's Kineto plumbing on CPU ops: the profiler stops on the training thread
+    when the window closes, the writer thread attributes and writes kineto_raw.json.gz, and
+    the replay of that recording gives back the same trace."""
+    import importlib
+    import json
+    import threading
+
+    import echo_trace
+    from echo_trace.gpu.recording import RAW_FILE, write_replay
+
+    threads: list[str] = []
+    orig = KinetoTimer.resolve
+
+    def resolve(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        threads.append(threading.current_thread().name)
+        return orig(self, *args, **kwargs)
+
+    monkeypatch.setattr(KinetoTimer, "resolve", resolve)
+    cap_mod = importlib.import_module("echo_trace.capture")
+    monkeypatch.setattr(cap_mod, "CpuTimer", lambda rec: KinetoTimer(rec, cuda=False, raw=True))
+    torch.manual_seed(0)
+    model = Net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with echo_trace.capture(out_dir=tmp_path / "t", start_step=1, end_step=3, model=model,
+                            memory_interval_ms=0):
+        for _ in range(4):
+            model(torch.randn(16, 8)).square().mean().backward()
+            opt.step()
+            opt.zero_grad()
+    assert threads == ["echo_trace-writer"]
+    d = next((tmp_path / "t").iterdir())
+    assert (d / RAW_FILE).exists() and json.loads((d / "meta.json").read_text())["timer"] == \
+        "kineto"
+    again = write_replay(d, tmp_path / "r" / d.name, gzip_trace=False)
+    live = json.loads((d / "trace.json").read_text())["traceEvents"]
+    offline = json.loads((again / "trace.json").read_text())["traceEvents"]
+    assert [(e["name"], e.get("ts"), e.get("dur")) for e in live] == \
+        [(e["name"], e.get("ts"), e.get("dur")) for e in offline]
+    assert {e["args"]["step"] for e in live if e["name"] == "STEP"} == {1, 2}

@@ -30,9 +30,11 @@ Rule for one activity (its launch at CPU time ``t`` on thread ``tid``):
    window and not counted.
 
 Compute output: one event per run of consecutive activities of one call on one stream (its
-first activity's start to its last one's end, ``busy_us`` = activity time), so events on a
-stream never overlap and the time between them is GPU idle time; a parent whose own
-kernels come between its children's (a residual add) gives one event per run.
+first activity's start to its last one's end; ``busy_us``: the union of the run's activity
+intervals, never more than that span: on Hopper a kernel may start before the previous one on
+its stream ends), so events on a stream never overlap and the time between them, and the gaps
+inside one, are GPU idle time; a parent whose own kernels come between its children's (a
+residual add) gives one event per run.
 Communication: one event per collective. A ``Comm``
 cannot start before the work the compute stream had when the collective was enqueued (the
 process group makes its stream wait on that): its ``ts`` is the later of its first kernel
@@ -47,7 +49,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Activity", "Attribution", "CpuOp", "GpuEvent", "Launch", "Mark", "attribute"]
+__all__ = ["Activity", "Attribution", "CpuOp", "GpuEvent", "Launch", "Mark", "attribute",
+           "gpu_step_spans"]
 
 OTHER_UPDATE = "UPDATE.other"
 
@@ -126,6 +129,9 @@ class Attribution:
     attributed_us: float = 0.0  # ... of which given to a module / range (not a remainder)
     remainder_us: float = 0.0  # ... given to FW.<root> / UPDATE.other
     unlaunched_us: float = 0.0  # activity whose launch record is missing (not counted)
+    #: end of the GPU work queued before the window's first step (launched before the
+    #: profiler started, or before the first STEP range); None: there was none
+    before_end_us: float | None = None
     by_rule: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -185,9 +191,12 @@ def _lookup(index: dict[int, _Innermost], tid: int, t: float) -> int:
 
 
 def attribute(marks: Sequence[Mark], ops: Iterable[CpuOp], launches: Iterable[Launch],
-              activities: Iterable[Activity], *, root: str) -> Attribution:
+              activities: Iterable[Activity], *, root: str,
+              start_us: float | None = None) -> Attribution:
     """Attribute every activity (see the module docstring); ``root`` names the remainder
-    ``FW.<root>``. Returns the events sorted by (stream, ts)."""
+    ``FW.<root>``. ``start_us``: activities launched before it (and before the first STEP
+    range in any case) belong to the step before the window (see :func:`gpu_step_spans`'
+    ``drained_us``). Returns the events sorted by (stream, ts)."""
     marks = list(marks)
     mark_ix = _by_tid(marks, lambda m: m.cat != "STEP")
     fw_ix = _by_tid(marks, lambda m: m.cat == "FW")
@@ -218,10 +227,16 @@ def attribute(marks: Sequence[Mark], ops: Iterable[CpuOp], launches: Iterable[La
     first_bw: dict[int, float] = {}
     last_bw: dict[int, int] = {}  # thread -> FW mark of the last backward node run there
     resolved: list[tuple[Activity, Launch, Mark, str, int]] = []
+    first_start = step_starts[0] if step_starts else float("inf")
+    if start_us is not None:
+        first_start = max(first_start, start_us)
     for a in acts:
         la = launch_of.get(a.correlation)
-        if la is None:
-            out.unlaunched_us += a.dur_us
+        if la is None or la.ts_us < first_start:
+            if la is None:
+                out.unlaunched_us += a.dur_us
+            if out.before_end_us is None or a.ts_us + a.dur_us > out.before_end_us:
+                out.before_end_us = a.ts_us + a.dur_us
             continue
         st = step_of(la.ts_us)
         if st is None:
@@ -248,6 +263,48 @@ def attribute(marks: Sequence[Mark], ops: Iterable[CpuOp], launches: Iterable[La
                 rule, key = "remainder", -1
         resolved.append((a, la, st, rule, key))
     return _build(out, marks, resolved, first_bw, root)
+
+
+def gpu_step_spans(steps: Sequence[tuple[int, float, float]], events: Iterable[GpuEvent], *,
+                   before_end_us: float | None = None, drained_us: float | None = None,
+                   ) -> dict[int, tuple[float, float]]:
+    """Each step's span on the GPU clock: ``{step: (start_us, end_us)}``.
+
+    ``steps``: ``(step, cpu_start_us, cpu_end_us)`` of each STEP range (the CPU side of an
+    iteration: from one optimizer-step hook to the next); ``events``: the attributed GPU
+    events (their ``step`` is the step whose CPU range launched them).
+
+    A step ends when both its CPU range and its GPU work are done:
+    ``end = max(cpu_end, last GPU end of the step)`` (a GPU-bound step ends with its last
+    kernel, the optimizer's included; a launch-bound one with its CPU range). It starts
+    where the previous step ended, ``start = end(step - 1)``, so steps tile the timeline and
+    the time between one step's GPU work and the next step's (data loading, host work)
+    belongs to the later step. The window's first step, whose predecessor's GPU work was
+    launched before the profiler started and so is not seen, starts when that work is known
+    to be done: at the end of the host's first wait for the device inside it, before its
+    first forward (``drained_us``: a ``torch.cuda.synchronize()`` or ``loss.item()`` of the
+    loop, which returns once the GPU is idle), else when the GPU work queued before it
+    (``before_end_us``) finished, and never before its CPU start. The window-opening work
+    done on the host before that wait (the profiler's start) then stays out of the step, as
+    the training script's own timer sees it.
+    """
+    last: dict[int, float] = {}
+    for ev in events:
+        if ev.end_us > last.get(ev.step, float("-inf")):
+            last[ev.step] = ev.end_us
+    spans: dict[int, tuple[float, float]] = {}
+    prev: tuple[int, float] | None = None  # (step, end) of the previous step
+    for step, t0, t1 in sorted(steps, key=lambda s: s[1]):
+        end = max(t1, last.get(step, t1))
+        if prev is not None and prev[0] == step - 1:
+            start = min(prev[1], end)
+        else:
+            start = max([t0] + [t for t in (before_end_us, drained_us) if t is not None])
+            start = min(start, end)
+            drained_us = None  # the first step's only
+        spans[step] = (start, end)
+        prev = (step, end)
+    return spans
 
 
 def _build(out: Attribution, marks: Sequence[Mark],
@@ -300,8 +357,10 @@ def _build(out: Attribution, marks: Sequence[Mark],
         prev = last_run.get(a.stream)
         if prev is not None and prev[0] == rk:
             ev = prev[1]
+            # busy: the union of the run's activities (on Hopper a kernel may start before
+            # the previous one on its stream ends: programmatic dependent launch)
+            ev.busy_us += max(0.0, end - max(a.ts_us, ev.end_us))
             ev.end_us = max(ev.end_us, end)
-            ev.busy_us += a.dur_us
             ev.kernels += 1
         else:
             ev = GpuEvent(name, cat, sn, a.stream, a.ts_us, end, a.dur_us, 1, args)

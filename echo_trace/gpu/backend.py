@@ -26,19 +26,27 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Iterable
 from typing import Any
 
-from echo_trace.gpu.attribute import Activity, CpuOp, GpuEvent, Launch, Mark, attribute
+from echo_trace.gpu.adapter import missing_accessors, read_events
+from echo_trace.gpu.attribute import (
+    Activity,
+    Attribution,
+    CpuOp,
+    GpuEvent,
+    Launch,
+    Mark,
+    attribute,
+    gpu_step_spans,
+)
 from echo_trace.recorder import COMM_TID_BASE, COMPUTE_TID, Recorder
 
-__all__ = ["KinetoTimer", "inputs_from_events", "make_timer", "profiler_busy"]
+__all__ = ["KinetoTimer", "inputs_from_events", "kineto_unusable", "make_timer",
+           "profiler_busy", "resolve_window"]
 
 log = logging.getLogger("echo_trace")
 
-_EVAL = "autograd::engine::evaluate_function"
-#: dispatcher ops of c10d collectives (``c10d::allreduce_``; functional collectives'
-#: ``_c10d_functional::all_reduce``): one per operation, around its kernel launches
-_COMM_OPS = ("c10d::", "_c10d_functional::")
 #: mark args that are not event args; a BW event has its module's static args only
 _DROP = frozenset({"step", "occ", "container"})
 _BW_DROP = _DROP | {"in_bytes", "out_bytes", "flops"}
@@ -46,8 +54,6 @@ _BW_DROP = _DROP | {"in_bytes", "out_bytes", "flops"}
 _EXTRA_STREAM_TID = 10
 #: how far before echo's Comm begin its c10d op may appear (the two clocks' pairing error)
 _MATCH_SLACK_US = 20.0
-#: ``activity_type()`` of device events that are GPU work (as the ``cat`` of Kineto JSON)
-_KINDS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 
 
 def profiler_busy() -> bool:
@@ -57,20 +63,57 @@ def profiler_busy() -> bool:
     return bool(torch._C._autograd._profiler_enabled())
 
 
-def make_timer(rec: Recorder, *, root: str = "model") -> Any:
-    """The GPU timer of a CUDA run: Kineto when it can run, else the CUDA-event timer."""
+def kineto_unusable() -> str | None:
+    """Why this torch's Kineto profiler cannot time the GPU for echo (None: it can): no
+    Kineto, or an event type lacking an accessor the attribution cannot do without."""
     import torch
 
+    if not torch.autograd.kineto_available():
+        return "this torch has no Kineto"
+    event_type = getattr(torch._C._autograd, "_KinetoEvent", None)
+    if event_type is None:
+        return "this torch has no _KinetoEvent"
+    miss = missing_accessors(event_type)
+    if miss:
+        return f"its profiler events lack {', '.join(miss)}()"
+    for name in ("_prepare_profiler", "_enable_profiler", "_disable_profiler"):
+        if not hasattr(torch._C._autograd, name):
+            return f"this torch has no torch._C._autograd.{name}"
+    return None
+
+
+def make_timer(rec: Recorder, *, root: str = "model", raw: bool = False) -> Any:
+    """The GPU timer of a CUDA run: Kineto when it can run, else the CUDA-event timer (with
+    one warning saying why). ``raw``: keep the profiler's events for ``kineto_raw.json.gz``."""
     from echo_trace.clock import CudaTimer
 
     if profiler_busy():  # the user's torch.profiler is on
         log.warning("echo_trace: torch.profiler is already running; GPU times come from "
                     "CUDA events (FW/BW per module, less precise) instead of Kineto")
         return CudaTimer(rec)
-    if not torch.autograd.kineto_available():
-        log.warning("echo_trace: this torch has no Kineto; GPU times come from CUDA events")
+    why = kineto_unusable()
+    if why is not None:
+        log.warning("echo_trace: Kineto cannot time the GPU (%s); GPU times come from CUDA "
+                    "events (FW/BW per module, less precise)", why)
         return CudaTimer(rec)
-    return KinetoTimer(rec, root=root)
+    try:
+        return KinetoTimer(rec, root=root, raw=raw)
+    except (RuntimeError, TypeError, ValueError, AttributeError) as e:
+        log.warning("echo_trace: the Kineto profiler did not start (%s: %s); GPU times come "
+                    "from CUDA events instead", type(e).__name__, e)
+        return CudaTimer(rec)
+
+
+def _profiler_config() -> Any:
+    """``ProfilerConfig`` for CPU ranges and device activity only: its arity grew over the
+    supported torch range (a ``trace_id`` came last), so the shorter form is tried first."""
+    from torch._C._profiler import ProfilerConfig, ProfilerState, _ExperimentalConfig
+
+    base = (ProfilerState.KINETO, False, False, False, False, False, _ExperimentalConfig())
+    try:
+        return ProfilerConfig(*base)
+    except TypeError:
+        return ProfilerConfig(*base, "")
 
 
 class KinetoTimer:
@@ -82,25 +125,22 @@ class KinetoTimer:
     marks_containers = True
     backward_from_sequence = True
 
-    def __init__(self, rec: Recorder, *, root: str = "model", cuda: bool = True) -> None:
+    def __init__(self, rec: Recorder, *, root: str = "model", cuda: bool = True,
+                 raw: bool = False) -> None:
         """``root``: the remainder's module name when no module range was seen (the
-        outermost module's otherwise); ``cuda=False`` profiles CPU ops only (tests)."""
+        outermost module's otherwise); ``cuda=False`` profiles CPU ops only (tests);
+        ``raw``: :meth:`resolve` also keeps a recording (:attr:`raw_doc`)."""
         import torch
-        from torch._C._profiler import (
-            ProfilerActivity,
-            ProfilerConfig,
-            ProfilerState,
-            _ExperimentalConfig,
-        )
+        from torch._C._profiler import ProfilerActivity
 
         self.rec = rec
+        self.raw = raw
         self.root = root
         self.now = Recorder.now_us
         self.marks: list[tuple[str, str, float, float, int, dict[str, Any]]] = []
         self._open: dict[int, list[tuple[str, float, dict[str, Any]]]] = {}
         acts = {ProfilerActivity.CPU} | ({ProfilerActivity.CUDA} if cuda else set())
-        cfg = ProfilerConfig(ProfilerState.KINETO, False, False, False, False, False,
-                             _ExperimentalConfig())
+        cfg = _profiler_config()
         torch._C._autograd._prepare_profiler(cfg, acts)
         torch._C._autograd._enable_profiler(cfg, acts)
         p0 = time.perf_counter_ns()
@@ -115,6 +155,8 @@ class KinetoTimer:
         self._guard()
         self.last: Any = None  # the last Attribution (for tests and the report)
         self.comm_matched = 0  # Comm events matched to a c10d op of the profiler
+        #: the recording of the last :meth:`resolve` (``raw=True``): kineto_raw.json.gz
+        self.raw_doc: dict[str, Any] | None = None
 
     # ------------------------------------------------------------ hooks (hot path)
     def emit(self, name: str, cat: str, start: float, end: float,
@@ -188,22 +230,24 @@ class KinetoTimer:
         self.running = False
         return torch._C._autograd._disable_profiler(), self._marks()
 
-    def resolve(self, result: Any, marks: list[Mark]) -> None:
+    def resolve(self, result: Any, marks: list[Mark],
+                records: list[tuple[Any, ...]] | None = None) -> None:
         """Attribute the profiler's ``result`` and record the events: the costly part of
-        :meth:`close`, which a background writer may run off the training thread once the
-        window is closed (it edits ``rec.events``: run it before they are written)."""
-        from echo_trace.modules import WRAPPER_TYPES
+        :meth:`close`, which the background writer runs off the training thread once the
+        window is closed, on the buffer it was handed (``records``; default: the
+        recorder's own buffer)."""
+        from echo_trace.gpu.adapter import recording_doc
 
-        c10d, ops, launches, acts = inputs_from_events(result.events(),
-                                                       self.unix_minus_perf_ns)
-        comm_rows = self._comm_marks(marks, c10d)
-        # the remainder's name: the outermost module (not a DDP/FSDP/compile wrapper)
-        firsts = sorted((m.ts_us, -m.end_us, m.name) for m in marks
-                        if m.cat == "FW" and m.name[3:] not in WRAPPER_TYPES)
-        root = firsts[0][2].removeprefix("FW.") if firsts else self.root
-        out = attribute(marks, ops, launches, acts, root=root)
+        records = self.rec.events if records is None else records
+        events = result.events()
+        if self.raw:
+            self.raw_doc = recording_doc(events, marks, records, self.unix_minus_perf_ns,
+                                         root=self.root)
+        out, matched = resolve_window(records, events, marks,
+                                      unix_minus_perf_ns=self.unix_minus_perf_ns,
+                                      root=self.root)
         self.last = out
-        self._record(out.events, comm_rows)
+        self.comm_matched += matched
 
     # ------------------------------------------------------------ the user's profiler
     def _guard(self) -> None:
@@ -266,102 +310,134 @@ class KinetoTimer:
                 out.append(Mark("STEP", "STEP", e[4], e[4] + e[5], -1, {"step": e[6]}))
         return out
 
-    def _comm_marks(self, marks: list[Mark], c10d: list[tuple[float, float, int]]) -> list[int]:
-        """Comm marks: each recorded Comm event of the window gets the CPU range of the
-        next c10d dispatcher op (``c10d::allreduce_``...) issued after it began, on that op's thread;
-        returns the recorder rows they replace."""
-        comm_ops: list[tuple[float, float, int]] = []
-        for op in sorted(c10d):  # an op nested in another c10d op is part of it
-            if not any(o[2] == op[2] and o[0] <= op[0] and op[1] <= o[1] for o in comm_ops[-4:]):
-                comm_ops.append(op)
-        rows = [i for i, e in enumerate(self.rec.events) if e[0] == "X" and e[2] == "Comm"]
-        rows.sort(key=lambda i: self.rec.events[i][4])
-        j = 0
-        for i in rows:
-            _, name, _, _, ts, dur, step, occ, args, _ = self.rec.events[i]
-            while j < len(comm_ops) and comm_ops[j][0] < ts - _MATCH_SLACK_US:
-                j += 1
-            a = dict(args or {})
-            a.update(step=step, occ=occ)
-            if j < len(comm_ops):
-                t0, t1, tid = comm_ops[j]
-                j += 1
-                marks.append(Mark(name, "Comm", t0, t1, tid, a))
-                self.comm_matched += 1
-            else:  # no c10d op seen: placed where the compute queued before it is done
-                marks.append(Mark(name, "Comm", ts, ts, -1, a))
-        return rows
 
-    def _record(self, events: list[GpuEvent], comm_rows: list[int]) -> None:
-        rec = self.rec
-        drop = set(comm_rows)
-        if drop:
-            rec.events[:] = [e for i, e in enumerate(rec.events) if i not in drop]
-        busy: dict[int, float] = {}
-        for ev in events:
-            if ev.cat != "Comm":
-                busy[ev.stream] = busy.get(ev.stream, 0.0) + ev.busy_us
-        # the busiest compute stream is the compute track; others get tracks of their own
-        # (slices on one track must not partially overlap)
-        track = {s: (COMPUTE_TID if i == 0 else _EXTRA_STREAM_TID + i - 1)
-                 for i, s in enumerate(sorted(busy, key=lambda s: -busy[s]))}
-        lanes: list[float] = []  # end of the last Comm on each lane
-        for ev in sorted(events, key=lambda e: (e.ts_us, -e.end_us)):
-            drop_keys = _BW_DROP if ev.cat == "BW" else _DROP
-            args = {k: v for k, v in ev.args.items() if k not in drop_keys}
-            if ev.cat in ("FW", "BW"):
-                args.setdefault("module", ev.name[3:])
-            args.update(busy_us=round(ev.busy_us, 3), kernels=ev.kernels, stream=ev.stream)
-            if ev.cat == "Comm":
-                lane = next((k for k, end in enumerate(lanes) if end <= ev.ts_us), len(lanes))
-                if lane == len(lanes):
-                    lanes.append(ev.end_us)
-                else:
-                    lanes[lane] = ev.end_us
-                rec.complete(ev.name, "Comm", ev.ts_us, ev.dur_us, args,
-                             tid=COMM_TID_BASE + lane, step=ev.step, occ=ev.args.get("occ"))
+def resolve_window(records: list[tuple[Any, ...]], events: Iterable[Any], marks: list[Mark], *,
+                   unix_minus_perf_ns: int, root: str = "model") -> tuple[Attribution, int]:
+    """The live chain after the profiler stopped, also run offline on a recording
+    (:mod:`echo_trace.gpu.recording`): profiler ``events`` (live ``_KinetoEvent`` objects or
+    :class:`~echo_trace.gpu.adapter.RecordedEvent`) through the adapter and the attribution
+    into ``records`` (the recorder's rows, edited in place): CPU-clock ``Comm`` rows are
+    replaced by their GPU-clock events, the GPU events appended, and ``STEP`` rows moved to
+    the GPU clock (:func:`~echo_trace.gpu.attribute.gpu_step_spans`). ``marks`` is not
+    changed. Returns the attribution and how many Comm events matched a c10d op."""
+    from echo_trace.modules import WRAPPER_TYPES
+
+    inputs = read_events(events, unix_minus_perf_ns)
+    marks = list(marks)
+    comm_rows, matched = _comm_marks(records, marks, inputs.c10d)
+    # the remainder's name: the outermost module (not a DDP/FSDP/compile wrapper)
+    firsts = sorted((m.ts_us, -m.end_us, m.name) for m in marks
+                    if m.cat == "FW" and m.name[3:] not in WRAPPER_TYPES)
+    name = firsts[0][2].removeprefix("FW.") if firsts else root
+    drained = _drained(marks, inputs.syncs)
+    out = attribute(marks, inputs.ops, inputs.launches, inputs.activities, root=name,
+                    start_us=drained)
+    _record(records, out.events, comm_rows)
+    _gpu_steps(records, out, drained_us=drained)
+    return out, matched
+
+
+def _drained(marks: list[Mark], syncs: list[tuple[float, float]]) -> float | None:
+    """End of the host's first device wait in the window's first step before its first
+    forward (see :func:`~echo_trace.gpu.attribute.gpu_step_spans`), or None."""
+    steps = [m for m in marks if m.cat == "STEP"]
+    if not steps or not syncs:
+        return None
+    first = min(steps, key=lambda m: m.ts_us)
+    sn = first.args.get("step")
+    fw0 = min((m.ts_us for m in marks if m.cat == "FW" and m.args.get("step") == sn
+               and m.ts_us >= first.ts_us), default=first.end_us)
+    return min((t1 for t0, t1 in syncs if first.ts_us <= t0 and t1 <= fw0), default=None)
+
+
+def _comm_marks(records: list[tuple[Any, ...]], marks: list[Mark],
+                c10d: list[tuple[float, float, int]]) -> tuple[list[int], int]:
+    """Comm marks: each recorded Comm event of the window gets the CPU range of the next
+    c10d dispatcher op (``c10d::allreduce_``...) issued after it began, on that op's thread
+    (appended to ``marks``); returns the rows they replace and how many matched an op."""
+    comm_ops: list[tuple[float, float, int]] = []
+    for op in sorted(c10d):  # an op nested in another c10d op is part of it
+        if not any(o[2] == op[2] and o[0] <= op[0] and op[1] <= o[1] for o in comm_ops[-4:]):
+            comm_ops.append(op)
+    rows = [i for i, e in enumerate(records) if e[0] == "X" and e[2] == "Comm"]
+    rows.sort(key=lambda i: records[i][4])
+    j = matched = 0
+    for i in rows:
+        _, name, _, _, ts, dur, step, occ, args, _ = records[i]
+        while j < len(comm_ops) and comm_ops[j][0] < ts - _MATCH_SLACK_US:
+            j += 1
+        a = dict(args or {})
+        a.update(step=step, occ=occ)
+        if j < len(comm_ops):
+            t0, t1, tid = comm_ops[j]
+            j += 1
+            marks.append(Mark(name, "Comm", t0, t1, tid, a))
+            matched += 1
+        else:  # no c10d op seen: placed where the compute queued before it is done
+            marks.append(Mark(name, "Comm", ts, ts, -1, a))
+    return rows, matched
+
+
+def _record(records: list[tuple[Any, ...]], events: list[GpuEvent], comm_rows: list[int]) -> None:
+    """Replace ``comm_rows`` of ``records`` by the GPU events (rows of
+    :data:`~echo_trace.recorder.RECORD_FIELDS`)."""
+    drop = set(comm_rows)
+    if drop:
+        records[:] = [e for i, e in enumerate(records) if i not in drop]
+    busy: dict[int, float] = {}
+    for ev in events:
+        if ev.cat != "Comm":
+            busy[ev.stream] = busy.get(ev.stream, 0.0) + ev.busy_us
+    # the busiest compute stream is the compute track; others get tracks of their own
+    # (slices on one track must not partially overlap)
+    track = {s: (COMPUTE_TID if i == 0 else _EXTRA_STREAM_TID + i - 1)
+             for i, s in enumerate(sorted(busy, key=lambda s: -busy[s]))}
+    lanes: list[float] = []  # end of the last Comm on each lane
+    for ev in sorted(events, key=lambda e: (e.ts_us, -e.end_us)):
+        drop_keys = _BW_DROP if ev.cat == "BW" else _DROP
+        args = {k: v for k, v in ev.args.items() if k not in drop_keys}
+        if ev.cat in ("FW", "BW"):
+            args.setdefault("module", ev.name[3:])
+        args.update(busy_us=round(ev.busy_us, 3), kernels=ev.kernels, stream=ev.stream)
+        if ev.cat == "Comm":
+            lane = next((k for k, end in enumerate(lanes) if end <= ev.ts_us), len(lanes))
+            if lane == len(lanes):
+                lanes.append(ev.end_us)
             else:
-                rec.complete(ev.name, ev.cat, ev.ts_us, ev.dur_us, args, tid=track[ev.stream],
-                             step=ev.step)
+                lanes[lane] = ev.end_us
+            records.append(("X", ev.name, "Comm", COMM_TID_BASE + lane, ev.ts_us, ev.dur_us,
+                            ev.step, ev.args.get("occ"), args, None))
+        else:
+            records.append(("X", ev.name, ev.cat, track[ev.stream], ev.ts_us, ev.dur_us,
+                            ev.step, None, args, None))
+
+
+def _gpu_steps(records: list[tuple[Any, ...]], out: Attribution, *,
+               drained_us: float | None = None) -> None:
+    """Move the ``STEP`` rows to the GPU clock (see
+    :func:`~echo_trace.gpu.attribute.gpu_step_spans`); ``args.cpu_dur_us`` keeps the CPU
+    span's length."""
+    rows = [i for i, e in enumerate(records) if e[0] == "X" and e[2] == "step"]
+    if not rows or not out.events:
+        return
+    spans = gpu_step_spans([(int(records[i][6]), float(records[i][4]),
+                             float(records[i][4] + records[i][5])) for i in rows],
+                           out.events, before_end_us=out.before_end_us,
+                           drained_us=drained_us)
+    for i in rows:
+        ph, name, cat, tid, ts, dur, step, occ, args, extra = records[i]
+        span = spans.get(int(step))
+        if span is None:
+            continue
+        a = dict(args or {})
+        a.update(cpu_dur_us=round(float(dur), 3), clock="gpu")
+        records[i] = (ph, name, cat, tid, span[0], span[1] - span[0], step, occ, a, extra)
 
 
 def inputs_from_events(events: Any, unix_minus_perf_ns: int,
                        ) -> tuple[list[tuple[float, float, int]], list[CpuOp], list[Launch],
                                   list[Activity]]:
-    """Attribution inputs from ``_ProfilerResult.events()`` (times → local perf µs).
-
-    CPU ops (``linked_correlation_id() == 0``) give launches (their own correlation id, start,
-    OS thread), and :class:`CpuOp` when they carry a sequence number or run a backward node;
-    device events of activity type ``kernel`` / ``gpu_memcpy`` / ``gpu_memset`` give
-    activities, linked to the CPU op by ``linked_correlation_id()``.
-    c10d dispatcher ops come first, as (start, end, thread) CPU ranges.
-    """
-    from torch._C._autograd import DeviceType
-
-    off = unix_minus_perf_ns
-    c10d: list[tuple[float, float, int]] = []
-    ops: list[CpuOp] = []
-    launches: list[Launch] = []
-    acts: list[Activity] = []
-    for e in events:
-        t0 = (e.start_ns() - off) / 1000.0
-        if e.device_type() == DeviceType.CPU:
-            if e.linked_correlation_id() > 0:
-                continue  # a CUDA runtime call: its op is the launch we keep
-            t1 = (e.end_ns() - off) / 1000.0
-            tid = int(e.device_resource_id())
-            name = e.name()
-            launches.append(Launch(int(e.correlation_id()), t0, tid))
-            seq = int(e.sequence_nr())
-            if seq >= 0:
-                ops.append(CpuOp(t0, t1, tid, seq, int(e.fwd_thread_id())))
-            elif name.startswith(_EVAL):
-                ops.append(CpuOp(t0, t1, tid, -1, -1))
-            if name.startswith(_COMM_OPS) and "wait" not in name:
-                c10d.append((t0, t1, tid))
-        else:  # device side: keep work, not GPU-side annotations or sync records
-            kind = _KINDS.get(e.activity_type())
-            if kind is not None:
-                acts.append(Activity(e.name(), kind, int(e.device_resource_id()), t0,
-                                     e.duration_ns() / 1000.0, int(e.linked_correlation_id())))
-    return c10d, ops, launches, acts
+    """The attribution inputs of ``events`` as a tuple (c10d ranges, ops, launches,
+    activities): :func:`~echo_trace.gpu.adapter.read_events`."""
+    got = read_events(events, unix_minus_perf_ns)
+    return got.c10d, got.ops, got.launches, got.activities
