@@ -154,6 +154,12 @@ class _Call:
             rec.fail("backward hook", e)
 
 
+#: keyword names of a model's main input, in order of preference (Hugging Face's
+#: ``input_ids`` / ``pixel_values`` / ``input_values`` / ``inputs_embeds`` and common others)
+INPUT_KEYWORDS = ("input_ids", "pixel_values", "input_values", "input_features",
+                  "inputs_embeds", "x", "input", "inputs", "images", "tokens")
+
+
 def _scan(obj: Any, grads: list[torch.Tensor], depth: int = 0) -> tuple[int, torch.Tensor | None]:
     """(tensor bytes, first tensor) of ``obj``; appends tensors that require grad."""
     if isinstance(obj, torch.Tensor):
@@ -252,6 +258,7 @@ class ModuleTracer:
         self._open_bw: list[_Call] = []
         self._leaf_handles: list[Any] = []
         self._handles: list[Any] = []
+        self._kw_handle: Any = None  # the root's keyword-input hook (see _note_batch)
         self._primary: weakref.ref[nn.Module] | None = None
         # the output of the last traced call whose node got a BW-start hook, and that node
         self._last_out: weakref.ref[torch.Tensor] | None = None
@@ -302,6 +309,9 @@ class ModuleTracer:
         for h in self._handles:
             h.remove()
         self._handles = []
+        if self._kw_handle:
+            self._kw_handle.remove()
+            self._kw_handle = None
         self.end_step()
 
     def end_step(self) -> None:
@@ -336,6 +346,12 @@ class ModuleTracer:
         prefix = "" if primary else type(root).__name__
         if primary:
             self._primary = weakref.ref(root)
+            if self._kw_handle is None and self.micro_batch_size is None:
+                # a model called with keywords only (``model(input_ids=x, labels=x)``):
+                # global hooks see no keywords, so the root gets a hook of its own (from its
+                # next call on when it was found during one)
+                self._kw_handle = root.register_forward_pre_hook(self._note_kwargs,
+                                                                 with_kwargs=True)
         depth = self.depth
         opaque: list[str] = []  # names of modules whose children never run on their own
         for name, mod in root.named_modules():
@@ -372,11 +388,33 @@ class ModuleTracer:
         if self._primary is None or self._primary() is not mod:
             return
         _, first = _scan(args, [])
+        self._set_batch(first)  # none: called with keywords only, see _note_kwargs
+
+    def _set_batch(self, first: torch.Tensor | None) -> None:
         if first is not None and first.dim() > 0:
             self.micro_batch_size = int(first.shape[0])
             if first.dim() == 2 and not first.is_floating_point() and not first.is_complex() \
                     and first.dtype != torch.bool:
                 self.tokens = int(first.numel())
+
+    def _note_kwargs(self, mod: nn.Module, args: Any, kwargs: dict[str, Any]) -> None:
+        """The root's keyword inputs: the model's input by its conventional name
+        (:data:`INPUT_KEYWORDS`), else the first tensor among them. Removes itself."""
+        try:
+            h, self._kw_handle = self._kw_handle, False  # False: measured, never again
+            if h:
+                h.remove()
+            if self.micro_batch_size is not None:
+                return
+            first = next((kwargs[k] for k in INPUT_KEYWORDS
+                          if isinstance(kwargs.get(k), torch.Tensor)), None)
+            if first is None:
+                _, first = _scan(args, [])
+            if first is None:
+                _, first = _scan(list(kwargs.values()), [])
+            self._set_batch(first)
+        except Exception as e:  # noqa: BLE001 - a measurement, never the job's problem
+            log.debug("echo_trace: micro-batch from keyword inputs failed: %s", e)
 
     def _note_root_call(self, mod: nn.Module) -> None:
         """Warn once when a forward without autograd (``no_grad`` / ``eval()``) runs inside

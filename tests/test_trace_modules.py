@@ -241,3 +241,36 @@ def test_paths_from_explicit_root_and_param_table():
     _run(model, tr)
     assert tr.micro_batch_size == 3
     assert _names(rec, "FW")[0] == "FW.emb"
+
+
+class _KeywordLM(nn.Module):
+    """Called as Hugging Face models are: ``model(input_ids=x, labels=x)``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = nn.Embedding(50, 8)
+        self.head = nn.Linear(8, 50)
+
+    def forward(self, input_ids: torch.Tensor | None = None,
+                attention_mask: torch.Tensor | None = None,
+                labels: torch.Tensor | None = None) -> torch.Tensor:
+        return self.head(self.emb(input_ids)).logsumexp(-1).mean()
+
+
+@pytest.mark.parametrize("given_root", [True, False])
+def test_micro_batch_and_tokens_of_a_model_called_with_keywords(given_root: bool) -> None:
+    model = _KeywordLM()
+    rec = Recorder()
+    rec.new_step(0)
+    rec.recording = True
+    tr = ModuleTracer(rec, CpuTimer(rec), root=model if given_root else None)
+    tr.install()
+    try:
+        ids = torch.randint(50, (3, 7))
+        mask = torch.ones(5, 5)  # a tensor first in the dict that is not the input
+        for _ in range(2):  # found during its first call, the root is read from its next
+            model(attention_mask=mask, input_ids=ids, labels=ids).backward()
+        assert tr.micro_batch_size == 3 and tr.tokens == 21
+        assert not model._forward_pre_hooks  # the keyword hook removed itself
+    finally:
+        tr.remove()
