@@ -1,4 +1,5 @@
-"""GPU overhead of echo capture vs torch.profiler (CPU+CUDA), interleaved in one process.
+"""GPU overhead of echo capture vs torch.profiler (CPU+CUDA): interleaved in one process, and
+the zero-code path in one fresh process per mode.
 
 Models (``--models``, default all):
 
@@ -6,10 +7,14 @@ Models (``--models``, default all):
   micro-batch 8 — the shared H100 recordings' run (GPU-bound);
 * ``hf_gpt2``: Hugging Face ``GPT2LMHeadModel`` built from ``GPT2Config()`` (124M, no hub
   download), bf16 autocast, seq 1024, micro-batch 8 (GPU-bound; needs ``transformers``);
-* ``small``: the GPT example 4 × 128, seq 64, micro-batch 8 (launch-bound).
+* ``small``: the GPT example 4 × 128, seq 64, micro-batch 8 (launch-bound);
+* ``llama``: a Llama-style decoder from ``transformers.LlamaConfig`` (12 layers, hidden 1024,
+  16 heads, 4 KV heads, intermediate 2816, vocab 32000, SDPA), bf16 autocast, seq 1024,
+  micro-batch 4 — the H200 recordings' ``llama_launch_bound`` (launch-bound; needs
+  ``transformers``).
 
-For each model, blocks of ``--steps`` timed steps run in turn in the modes ``plain``,
-``capture`` (echo_trace.capture, window = the whole block) and ``profiler``
+Path ``interleaved``: for each model, blocks of ``--steps`` timed steps run in turn in the
+modes ``plain``, ``capture`` (echo_trace.capture, window = the whole block) and ``profiler``
 (``torch.profiler.profile`` with CPU and CUDA activities), in a rotating order for
 ``--reps`` repetitions, so drift hits every mode alike. A step is timed from its start to
 ``torch.cuda.synchronize()`` after ``optimizer.step()``. Each block's first step and the
@@ -17,11 +22,20 @@ step that closes the capture window (files written, Kineto results processed) ar
 timed; their cost is reported as ``session_ms``. Overhead = median over repetitions of
 (block median ÷ the plain block median of the same repetition) − 1.
 
+Path ``zerocode`` (benchmarks/gpu_zerocode.py): per model and repetition, three fresh
+processes (``python -m benchmarks.gpu_child``) of ``--zerocode-steps`` steps: ``plain``,
+``zerocode`` (``TRACE_ON=1``, window steps 3..5, as a user runs it) and ``profiler``
+(torch.profiler over the same steps). Reported: the in-window overhead, the steps that open
+(2) and close (5) the window as ratios over the plain median, and the steps after the window.
+
 Run on a CUDA machine::
 
-    python -m benchmarks.gpu [--models gpt,hf_gpt2,small] [--reps 10] [--steps 10]
+    python -m benchmarks.gpu [--models gpt,hf_gpt2,small,llama] [--reps 10] [--steps 10]
+        [--paths interleaved,zerocode] [--zerocode-steps 12] [--zerocode-reps 1]
 
-Writes ``benchmarks/results/gpu.json``. Without CUDA it prints why and exits 0.
+Writes ``benchmarks/results/gpu.json`` (after every model, so a cut-off run keeps what it
+measured). Without CUDA it prints why and exits 0; ``--device cpu`` runs the same logic on
+CPU with tiny models (plumbing tests only: its timings mean nothing).
 """
 
 from __future__ import annotations
@@ -44,11 +58,17 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # `python benchmarks/gpu.py` from anywhere
     sys.path.insert(0, str(REPO))
 
-__all__ = ["MODELS", "MODES", "GpuBenchConfig", "main", "overhead", "parse_args"]
+__all__ = ["DEVICES", "MODELS", "MODES", "PATHS", "GpuBenchConfig", "main", "micro_batch",
+           "overhead", "parse_args"]
 
-MODELS = ("gpt", "hf_gpt2", "small")
+MODELS = ("gpt", "hf_gpt2", "small", "llama")
 MODES = ("plain", "capture", "profiler")
+PATHS = ("interleaved", "zerocode")
+DEVICES = ("cuda", "cpu")
+HF_MODELS = ("hf_gpt2", "llama")  # need transformers
 RESULTS = Path(__file__).resolve().parent / "results" / "gpu.json"
+
+from benchmarks.gpu_zerocode import WINDOW, measure_zerocode  # noqa: E402 (after sys.path)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,15 +80,28 @@ class GpuBenchConfig:
     steps: int = 10
     seed: int = 0
     out: str = str(RESULTS)
+    paths: tuple[str, ...] = PATHS
+    zerocode_steps: int = 12
+    zerocode_reps: int = 1
+    device: str = "cuda"
 
     def __post_init__(self) -> None:
-        for name in ("reps", "steps"):
+        for name in ("reps", "steps", "zerocode_reps"):
             if getattr(self, name) < 1:
-                raise ValueError(f"--{name} {getattr(self, name)} must be >= 1")
+                raise ValueError(f"--{name.replace('_', '-')} {getattr(self, name)} must be >= 1")
+        least = WINDOW[1] + 2  # two steps after the window at least
+        if self.zerocode_steps < least:
+            raise ValueError(f"--zerocode-steps {self.zerocode_steps} must be >= {least} "
+                             f"(window steps {WINDOW[0]}..{WINDOW[1] - 1}, then 2 after it)")
         bad = [m for m in self.models if m not in MODELS]
         if bad or not self.models:
             raise ValueError(f"--models {','.join(self.models)!r}: choose from "
                              f"{', '.join(MODELS)}")
+        bad = [p for p in self.paths if p not in PATHS]
+        if bad or not self.paths:
+            raise ValueError(f"--paths {','.join(self.paths)!r}: choose from {', '.join(PATHS)}")
+        if self.device not in DEVICES:
+            raise ValueError(f"--device {self.device!r}: choose from {', '.join(DEVICES)}")
 
 
 def parse_args(argv: Sequence[str] | None = None) -> GpuBenchConfig:
@@ -79,10 +112,21 @@ def parse_args(argv: Sequence[str] | None = None) -> GpuBenchConfig:
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=str(RESULTS))
+    ap.add_argument("--paths", default=",".join(PATHS),
+                    help=f"comma-separated, from {', '.join(PATHS)}")
+    ap.add_argument("--zerocode-steps", type=int, default=12,
+                    help="steps per zero-code child (window steps 3..5; default 12)")
+    ap.add_argument("--zerocode-reps", type=int, default=1,
+                    help="repetitions of the three zero-code children per model (default 1)")
+    ap.add_argument("--device", default="cuda", choices=DEVICES,
+                    help="cpu: tiny models, to test the plumbing only (default cuda)")
     a = ap.parse_args(argv)
     try:
         return GpuBenchConfig(models=tuple(m for m in a.models.split(",") if m), reps=a.reps,
-                              steps=a.steps, seed=a.seed, out=a.out)
+                              steps=a.steps, seed=a.seed, out=a.out,
+                              paths=tuple(p for p in a.paths.split(",") if p),
+                              zerocode_steps=a.zerocode_steps, zerocode_reps=a.zerocode_reps,
+                              device=a.device)
     except ValueError as e:
         ap.error(str(e))
         raise  # unreachable: ap.error exits
@@ -101,30 +145,63 @@ def overhead(block_median_s: dict[str, list[float]]) -> dict[str, dict[str, floa
 
 
 # ------------------------------------------------------------------ models (CUDA only)
-def _build(name: str, seed: int, device: str = "cuda",
+def micro_batch(name: str, tiny: bool = False) -> int:
+    """Samples per step of model ``name`` (``tiny``: the CPU plumbing sizes)."""
+    if tiny and name != "small":
+        return 2
+    return 4 if name == "llama" else 8
+
+
+def _build(name: str, seed: int, device: str = "cuda", tiny: bool = False,
            ) -> tuple[Any, Callable[[], None], dict[str, Any]]:
-    """(model, one training step, description) on ``device`` (the benchmark: CUDA)."""
+    """(model, one training step, description) on ``device`` (the benchmark: CUDA).
+
+    ``tiny`` shrinks ``gpt``, ``hf_gpt2`` and ``llama`` to a few layers of width 64 so the
+    same code runs in seconds on CPU (``small`` is already small)."""
     import torch
     import torch.nn.functional as F
 
     torch.manual_seed(seed)
     dev = torch.device(device)
+    batch = micro_batch(name, tiny)
     if name == "hf_gpt2":
         from transformers import GPT2Config, GPT2LMHeadModel
 
-        model: Any = GPT2LMHeadModel(GPT2Config())
+        gcfg = (GPT2Config(n_layer=2, n_embd=64, n_head=2, vocab_size=512, n_positions=64,
+                           bos_token_id=0, eos_token_id=0) if tiny else GPT2Config())
+        model: Any = GPT2LMHeadModel(gcfg)
         model = model.to(dev)
-        batch, seq, vocab, dtype = 8, 1024, model.config.vocab_size, torch.bfloat16
-        desc = {"model": "GPT2LMHeadModel(GPT2Config())", "micro_batch": batch, "seq": seq,
-                "dtype": "bf16 autocast"}
+        seq, vocab, dtype = (32 if tiny else 1024), gcfg.vocab_size, torch.bfloat16
+        desc = {"model": f"GPT2LMHeadModel({'tiny' if tiny else 'GPT2Config()'})",
+                "micro_batch": batch, "seq": seq, "dtype": "bf16 autocast"}
+    elif name == "llama":
+        from transformers import LlamaConfig, LlamaForCausalLM
+
+        # The H200 recordings' llama_launch_bound shape (how/llama_train.py).
+        lcfg = (LlamaConfig(vocab_size=512, hidden_size=64, intermediate_size=176,
+                            num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                            max_position_embeddings=64) if tiny else
+                LlamaConfig(vocab_size=32000, hidden_size=1024, intermediate_size=2816,
+                            num_hidden_layers=12, num_attention_heads=16,
+                            num_key_value_heads=4, max_position_embeddings=1024))
+        lcfg._attn_implementation = "sdpa"
+        model = LlamaForCausalLM(lcfg)
+        model = model.to(dev)
+        seq, vocab, dtype = (32 if tiny else 1024), lcfg.vocab_size, torch.bfloat16
+        desc = {"model": f"LlamaForCausalLM {lcfg.num_hidden_layers}x{lcfg.hidden_size} "
+                         f"({lcfg.num_attention_heads} heads, {lcfg.num_key_value_heads} KV)",
+                "micro_batch": batch, "seq": seq, "dtype": "bf16 autocast"}
     else:
         from examples.models import GPT, GPTConfig
 
-        cfg = (GPTConfig(vocab_size=8192, seq_len=512, hidden=768, layers=12, heads=12)
-               if name == "gpt" else GPTConfig(vocab_size=256, seq_len=64, hidden=128,
-                                                  layers=4, heads=4))
+        if name == "gpt" and not tiny:
+            cfg = GPTConfig(vocab_size=8192, seq_len=512, hidden=768, layers=12, heads=12)
+        elif name == "gpt":
+            cfg = GPTConfig(vocab_size=256, seq_len=32, hidden=64, layers=2, heads=2)
+        else:
+            cfg = GPTConfig(vocab_size=256, seq_len=64, hidden=128, layers=4, heads=4)
         model = GPT(cfg).to(dev)
-        batch, seq, vocab, dtype = 8, cfg.seq_len, cfg.vocab_size, None
+        seq, vocab, dtype = cfg.seq_len, cfg.vocab_size, None
         desc = {"model": f"GPT {cfg.layers}x{cfg.hidden}", "micro_batch": batch, "seq": seq,
                 "dtype": "fp32"}
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
@@ -171,7 +248,7 @@ def _bench_model(name: str, cfg: GpuBenchConfig, root: Path, device: str = "cuda
 
     cuda = device == "cuda"
     sync: Callable[[], None] = torch.cuda.synchronize if cuda else (lambda: None)
-    model, step, desc = _build(name, cfg.seed, device)
+    model, step, desc = _build(name, cfg.seed, device, tiny=not cuda)
     for _ in range(3):  # warm-up: cuBLAS handles, allocator, AdamW state
         step()
     sync()
@@ -207,47 +284,87 @@ def _bench_model(name: str, cfg: GpuBenchConfig, root: Path, device: str = "cuda
             "block_median_ms": {m: [1e3 * b for b in v] for m, v in blocks.items()}}
 
 
+def _write(out: dict[str, Any], path: str) -> None:
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(out, indent=1))
+
+
 def run(cfg: GpuBenchConfig) -> dict[str, Any]:
+    """Every model through every path of ``cfg``; the JSON is rewritten after each model."""
     import torch
 
+    cuda = cfg.device == "cuda"
     root = Path(tempfile.mkdtemp(prefix="echo-gpu-bench-"))
     results: dict[str, Any] = {}
+    out = {"config": asdict(cfg), "device": torch.cuda.get_device_name() if cuda else "cpu",
+           "torch": torch.__version__, "python": platform.python_version(),
+           "window": {"start_step": WINDOW[0], "end_step": WINDOW[1]}, "results": results}
     try:
         for name in cfg.models:
-            if name == "hf_gpt2":
+            if name in HF_MODELS:
                 try:
                     import transformers  # noqa: F401
                 except ImportError:
                     results[name] = {"skipped": "transformers is not installed"}
                     continue
-            results[name] = _bench_model(name, cfg, root)
+            res: dict[str, Any] = {}
+            if "interleaved" in cfg.paths:
+                res.update(_bench_model(name, cfg, root, cfg.device))
+            if "zerocode" in cfg.paths:
+                res["zerocode"] = measure_zerocode(
+                    name, steps=cfg.zerocode_steps, reps=cfg.zerocode_reps, device=cfg.device,
+                    tiny=not cuda, seed=cfg.seed, root=root,
+                    env={"TRACE_MICRO_BATCH": str(micro_batch(name, not cuda))})
+            results[name] = res
+            _write(out, cfg.out)
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    return {"config": asdict(cfg), "device": torch.cuda.get_device_name(),
-            "torch": torch.__version__, "python": platform.python_version(),
-            "results": results}
+    return out
+
+
+def _pct(v: Any) -> str:
+    return f"{v:+.1f}" if isinstance(v, int | float) else "—"
+
+
+def _ratio(v: Any) -> str:
+    return f"×{v:.2f}" if isinstance(v, int | float) else "—"
+
+
+def table(out: dict[str, Any]) -> list[str]:
+    """The results as markdown table lines (interleaved and zero-code columns)."""
+    lines = [f"| model | plain ms | capture % | profiler % | zero-code plain ms | in-window % | "
+             f"opening | closing | after-window % | profiler in-window % |  ({out['device']})",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for name, r in out["results"].items():
+        if "skipped" in r:
+            lines.append(f"| {name} | {r['skipped']} | | | | | | | | |")
+            continue
+        m = r.get("modes", {})
+        z = r.get("zerocode", {})
+        zc, zp = z.get("zerocode", {}), z.get("profiler", {})
+        cells = [f"{m['plain']['median_step_ms']:.1f}" if m else "—",
+                 _pct(m.get("capture", {}).get("overhead_pct")),
+                 _pct(m.get("profiler", {}).get("overhead_pct")),
+                 f"{z['plain_median_ms']:.1f}" if "plain_median_ms" in z else
+                 (z.get("error", "—") if z else "—"),
+                 _pct(zc.get("in_window_pct")), _ratio(zc.get("opening_ratio")),
+                 _ratio(zc.get("closing_ratio")), _pct(zc.get("after_pct")),
+                 _pct(zp.get("in_window_pct"))]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     cfg = parse_args(argv)
     import torch
 
-    if not torch.cuda.is_available():
+    if cfg.device == "cuda" and not torch.cuda.is_available():
         print("benchmarks.gpu: skipped: CUDA is not available on this machine "
               "(run it on a GPU host)")
         return 0
     out = run(cfg)
-    Path(cfg.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(cfg.out).write_text(json.dumps(out, indent=1))
-    print(f"| model | plain ms | capture % | profiler % |  ({out['device']})")
-    print("|---|---|---|---|")
-    for name, r in out["results"].items():
-        if "modes" not in r:
-            print(f"| {name} | {r.get('skipped')} | | |")
-            continue
-        m = r["modes"]
-        print(f"| {name} | {m['plain']['median_step_ms']:.1f} | "
-              f"{m['capture']['overhead_pct']:+.1f} | {m['profiler']['overhead_pct']:+.1f} |")
+    _write(out, cfg.out)
+    print("\n".join(table(out)))
     print(f"wrote {cfg.out}")
     return 0
 
