@@ -41,6 +41,7 @@ from echo_trace.clock import ClockMap, CpuTimer, sync_clock
 from echo_trace.config import DEFAULT_MAX_EVENTS, CaptureConfig
 from echo_trace.memory import DEFAULT_INTERVAL_MS
 from echo_trace.meta import build_meta, echo_version
+from echo_trace.pacing import Pacer
 from echo_trace.ranks import RankInfo, detect_ranks
 from echo_trace.recorder import STEP_TID, Recorder
 from echo_trace.writer import YIELD_EVERY, dir_is_nonempty, refuse_reason, write_rank_dir
@@ -105,6 +106,7 @@ class Capture:
         self._clock: ClockMap | None = None
         self._timer: Any = None
         self._gpu_stopped: Any = None  # Kineto's stop(): attributed by the writer thread
+        self._pacer: Pacer | None = None  # the writer's share of time while the job trains
         self._optim: Any = None
         self._watch: Any = None
         self._modules: Any = None
@@ -192,6 +194,8 @@ class Capture:
         t = self._writer
         if t is None or t is threading.current_thread():
             return True
+        if self._pacer is not None:
+            self._pacer.hurry()  # somebody waits for the files: no more pacing
         t.join(timeout_s)
         return not t.is_alive()
 
@@ -487,6 +491,7 @@ class Capture:
             records, counts = self.rec.snapshot(detach=True)
             gpu, self._gpu_stopped = self._gpu_stopped, None
             job = (records, counts, meta, offset_us, base_ns, gpu)
+            self._pacer = Pacer()
             writer = threading.Thread(target=self._write_job, name="echo_trace-writer",
                                       daemon=False, args=job)
             self._writer, self._write_state = writer, "running"
@@ -495,6 +500,7 @@ class Capture:
             except RuntimeError as e:  # no thread to be had: write here and now
                 log.info("echo_trace: no writer thread (%s); writing inline", e)
                 self._writer = None
+                self._pacer.hurry()
                 self._write_job(*job)
         except Exception as e:  # noqa: BLE001 - writing must not break the job either
             self._write_state = "done"
@@ -514,10 +520,11 @@ class Capture:
         try:
             from echo_trace import dag as dag_mod
 
+            pause = self._pacer
             extra = self._resolve_gpu(records, gpu, offset_us, base_ns)
 
             recorded = {r[6] for r in records if r[0] == "X"}
-            events = Recorder.to_dicts(records, counts, yield_every=YIELD_EVERY)
+            events = Recorder.to_dicts(records, counts, yield_every=YIELD_EVERY, pause=pause)
             del records
             step = dag_mod.last_complete_step(events)
             if step is None and not self._steps and events:
@@ -538,7 +545,8 @@ class Capture:
                                     dag_gml=build_dag, gzip=self.config.gzip,
                                     offset_us=offset_us, base_time_ns=base_ns,
                                     overwrite=self.config.overwrite,
-                                    yield_every=YIELD_EVERY, extra_files=extra)
+                                    yield_every=YIELD_EVERY, extra_files=extra,
+                                    pause=pause)
             self.written = dict(result)
             if result.conflict:
                 log.warning("echo_trace: %s was filled by another run while this one was "
@@ -560,7 +568,7 @@ class Capture:
             return {}
         timer = self._timer
         try:
-            timer.resolve(*gpu, records=records)
+            timer.resolve(*gpu, records=records, pause=self._pacer)
         except Exception as e:  # noqa: BLE001 - the rest of the trace is still worth writing
             log.warning("echo_trace: GPU attribution failed (%s: %s); this window keeps its "
                         "CPU-clock STEP and Comm events only", type(e).__name__, e)
@@ -573,10 +581,10 @@ class Capture:
         def raw() -> bytes:
             import gzip
 
-            from echo_trace.writer import dumps_json
+            from echo_trace.writer import dumps_compact
 
             full = dict(doc, offset_us=offset_us, base_time_ns=int(base_ns))
-            return gzip.compress(dumps_json(full), compresslevel=6, mtime=0)
+            return gzip.compress(dumps_compact(full), compresslevel=6, mtime=0)
 
         return {RAW_FILE: raw}
 

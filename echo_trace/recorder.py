@@ -27,7 +27,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,6 +46,10 @@ log = logging.getLogger("echo_trace")
 RECORD_FIELDS = ("ph", "name", "cat", "tid", "ts", "dur", "step", "occ", "args", "extra")
 
 _perf_counter_ns = time.perf_counter_ns
+
+
+def _release() -> None:
+    time.sleep(0)
 
 
 @dataclass
@@ -224,16 +228,17 @@ class Recorder:
 
     @staticmethod
     def to_dicts(records: list[tuple[Any, ...]], counts: dict[Any, int], *,
-                 yield_every: int = 0) -> list[dict[str, Any]]:
+                 yield_every: int = 0, pause: Callable[[], None] | None = None,
+                 ) -> list[dict[str, Any]]:
         """:meth:`event_dicts` of a :meth:`snapshot` (safe on any thread). ``yield_every``
-        > 0 releases the GIL (``time.sleep(0)``) every that many records, so a background
-        conversion never holds the training thread for long."""
+        > 0 calls ``pause`` (default ``time.sleep(0)``: releases the GIL) every that many
+        records, so a background conversion never holds the training thread for long."""
         counts = dict(counts)
         out: list[dict[str, Any]] = []
-        sleep = time.sleep
+        rest = pause or _release
         for k, (ph, name, cat, tid, ts, dur, step, occ, args, extra) in enumerate(records):
             if yield_every and k % yield_every == 0:
-                sleep(0)
+                rest()
             if ph != "X":
                 out.append({"name": name, "cat": cat, "ph": ph, "ts": ts,
                             "args": dict(args) if args else {}})

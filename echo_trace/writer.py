@@ -39,7 +39,8 @@ from typing import Any
 
 from echo_trace.contract import COMPUTE_TID, FORMAT, STEP_TID, thread_name
 
-__all__ = ["FORMAT", "YIELD_EVERY", "WriteConflict", "WriteResult", "dir_is_nonempty", "dumps_json",
+__all__ = ["FORMAT", "YIELD_EVERY", "WriteConflict", "WriteResult", "dir_is_nonempty",
+           "dumps_compact", "dumps_json",
            "refuse_reason", "trace_events", "write_atomic", "write_rank_dir"]
 
 log = logging.getLogger("echo_trace")
@@ -60,6 +61,16 @@ try:  # orjson is a declared dependency; json is the fallback
 except ImportError:  # pragma: no cover
     def _dumps(obj: Any) -> bytes:
         return json.dumps(obj, separators=(",", ":"), allow_nan=False).encode()
+
+
+def dumps_compact(obj: Any) -> bytes:
+    """Compact JSON bytes, fast (orjson when installed; NaN/Infinity become null, other
+    values their ``str()``)."""
+    try:
+        import orjson
+    except ImportError:  # pragma: no cover
+        return json.dumps(obj, separators=(",", ":"), default=str).encode()
+    return orjson.dumps(obj, default=str)
 
 
 def dumps_json(obj: Any, *, indent: int | None = None) -> bytes:
@@ -167,17 +178,19 @@ def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
 
 
 def trace_events(events: Iterable[dict[str, Any]], *, rank: int, host: str,
-                 offset_us: float, yield_every: int = 0) -> list[dict[str, Any]]:
+                 offset_us: float, yield_every: int = 0,
+                 pause: Callable[[], None] | None = None) -> list[dict[str, Any]]:
     """Chrome events: ``M`` metadata first, then events sorted by time with ``pid = rank``
     and ``ts`` = local µs + ``offset_us`` (the local → trace clock shift: µs since the
     file's ``baseTimeNanoseconds`` on rank 0's clock), 3 decimals; ``dur`` is the rounded
     end minus the rounded start, so a slice ending where the next starts touches it.
-    ``yield_every`` > 0 releases the GIL every that many events (see :data:`YIELD_EVERY`)."""
+    ``yield_every`` > 0 calls ``pause`` (default: release the GIL) every that many events
+    (see :data:`YIELD_EVERY`)."""
     out: list[dict[str, Any]] = []
     tids = {COMPUTE_TID, STEP_TID}
     for k, ev in enumerate(events):
         if yield_every and k % yield_every == 0:
-            time.sleep(0)
+            (pause or _release)()
         e = dict(ev)
         e["pid"] = rank
         ts = e["ts"] = round(ev["ts"] + offset_us, 3)
@@ -201,7 +214,12 @@ def trace_events(events: Iterable[dict[str, Any]], *, rank: int, host: str,
     return meta + out
 
 
-def _dump_trace(chrome: list[dict[str, Any]], rest: dict[str, Any], yield_every: int) -> bytes:
+def _release() -> None:
+    time.sleep(0)
+
+
+def _dump_trace(chrome: list[dict[str, Any]], rest: dict[str, Any], yield_every: int,
+                pause: Callable[[], None] | None = None) -> bytes:
     """``{"traceEvents": chrome, **rest}`` as JSON, the events serialised in chunks (the
     GIL is released between chunks when ``yield_every`` > 0)."""
     step = max(yield_every, 1) * 4 if yield_every else max(len(chrome), 1)
@@ -209,7 +227,7 @@ def _dump_trace(chrome: list[dict[str, Any]], rest: dict[str, Any], yield_every:
     for i in range(0, len(chrome), step):
         parts.append(_dumps(chrome[i:i + step])[1:-1])
         if yield_every:
-            time.sleep(0)
+            (pause or _release)()
     return b'{"traceEvents":[' + b",".join(parts) + b"]," + _dumps(rest)[1:]
 
 
@@ -255,7 +273,7 @@ def write_rank_dir(rank_dir: str | os.PathLike[str], *, events: list[dict[str, A
                    offset_us: float = 0.0, base_time_ns: int = 0,
                    overwrite: bool = False, yield_every: int = 0,
                    extra_files: dict[str, bytes | Callable[[], bytes]] | None = None,
-                   ) -> WriteResult:
+                   pause: Callable[[], None] | None = None) -> WriteResult:
     """Write the files of one process into ``rank_dir`` (see the module doc).
 
     ``events`` carry local µs; ``offset_us`` maps them to µs since ``base_time_ns`` (Unix
@@ -264,7 +282,8 @@ def write_rank_dir(rank_dir: str | os.PathLike[str], *, events: list[dict[str, A
     ``format``, ``trace_file``, ``num_events`` and ``base_time_ns``; ``dag_gml`` may be a
     function too: an exception from either is logged and leaves that file out.
     ``yield_every`` > 0 (the capture's writer thread passes :data:`YIELD_EVERY`) releases
-    the GIL regularly while building the trace. ``extra_files`` (name → bytes, or a
+    the GIL regularly while building the trace (``pause``: what to call there instead of
+    ``time.sleep(0)``, e.g. a :class:`~echo_trace.pacing.Pacer`). ``extra_files`` (name → bytes, or a
     function making them) are written after ``dag.gml``; one that fails is logged and left
     out, like ``dag.gml``. Raises
     ``OSError`` when the rank directory is refused or the trace cannot be written
@@ -287,13 +306,13 @@ def write_rank_dir(rank_dir: str | os.PathLike[str], *, events: list[dict[str, A
         except Exception as e:  # noqa: BLE001 - the trace is written without meta.json
             errors["meta"] = f"{type(e).__name__}: {e}"
         chrome = trace_events(events, rank=rank, host=str((meta_doc or {}).get("host", "")),
-                              offset_us=offset_us, yield_every=yield_every)
+                              offset_us=offset_us, yield_every=yield_every, pause=pause)
         rest = {"displayTimeUnit": "ms", "baseTimeNanoseconds": int(base_time_ns),
                 "otherData": {"format": FORMAT, "rank": rank,
                               "world_size": (meta_doc or {}).get("world_size", 1),
                               "echo_version": (meta_doc or {}).get("echo_version")}}
         name = "trace.json.gz" if gzip else "trace.json"
-        body = _dump_trace(chrome, rest, yield_every)
+        body = _dump_trace(chrome, rest, yield_every, pause)
         del chrome
         if gzip:
             body = gzip_mod.compress(body, compresslevel=6, mtime=0)

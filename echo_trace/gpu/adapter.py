@@ -34,15 +34,17 @@ drift apart. Times are converted to local ``perf_counter`` µs with ``unix_minus
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from echo_trace.gpu.attribute import Activity, CpuOp, Launch
 
-__all__ = ["ACCESSORS", "RAW_FORMAT", "REQUIRED", "AttributionInputs", "RecordedEvent",
+__all__ = ["ACCESSORS", "PAUSE_EVERY", "RAW_FORMAT", "REQUIRED", "AttributionInputs", "RecordedEvent",
            "event_row", "missing_accessors", "read_events", "recording_doc"]
 
+#: events between two calls of a ``pause`` callback (a background thread's pacing)
+PAUSE_EVERY = 512
 #: ``format`` of ``kineto_raw.json.gz`` (a superset of the shared H200 recordings' layout)
 RAW_FORMAT = "echo-kineto-raw/1"
 
@@ -91,17 +93,18 @@ class RecordedEvent:
         return lambda: value
 
 
-def event_row(ev: Any) -> dict[str, Any]:
+def event_row(ev: Any, accessors: Sequence[tuple[str, Any]] | None = None) -> dict[str, Any]:
     """One event's accessors (those of :data:`ACCESSORS` it has) as JSON-ready values;
-    ``device_type`` as its ``str()`` (``"DeviceType.CUDA"``)."""
+    ``device_type`` as its ``str()`` (``"DeviceType.CUDA"``). ``accessors``: the
+    ``(name, unbound method)`` pairs of the event's type, looked up once for many events."""
     row: dict[str, Any] = {}
-    for a in ACCESSORS:
-        fn = getattr(ev, a, None)
-        if fn is None:
-            continue
+    pairs = accessors if accessors is not None else [
+        (a, fn) for a in ACCESSORS if (fn := getattr(type(ev), a, None)) is not None] \
+        or [(a, None) for a in ACCESSORS]
+    for a, fn in pairs:
         try:
-            v = fn()
-        except (RuntimeError, TypeError, ValueError):
+            v = fn(ev) if fn is not None else getattr(ev, a)()
+        except (RuntimeError, TypeError, ValueError, AttributeError):
             continue
         row[a] = v if isinstance(v, (int, float, str, bool)) or v is None else str(v)
     return row
@@ -139,7 +142,8 @@ def _getter(first: Any, name: str, default: Any) -> Any:
     return lambda e: default
 
 
-def read_events(events: Iterable[Any], unix_minus_perf_ns: int) -> AttributionInputs:
+def read_events(events: Iterable[Any], unix_minus_perf_ns: int, *,
+                pause: Callable[[], None] | None = None) -> AttributionInputs:
     """Attribution inputs from profiler events, live or recorded (times → local perf µs).
 
     CPU ops (``linked_correlation_id() == 0``) give launches (their own correlation id,
@@ -147,6 +151,7 @@ def read_events(events: Iterable[Any], unix_minus_perf_ns: int) -> AttributionIn
     node; device events that are work (kernels, copies, fills) give activities, linked to
     the CPU op by ``linked_correlation_id()``; ``cuda*Synchronize`` calls give syncs. c10d dispatcher ops give (start, end, thread)
     CPU ranges. A CPU event with a linked id is a CUDA runtime call: its op is the launch.
+    ``pause`` is called every :data:`PAUSE_EVERY` events (a background thread's pacing).
     """
     out = AttributionInputs()
     it = iter(events)
@@ -174,7 +179,9 @@ def read_events(events: Iterable[Any], unix_minus_perf_ns: int) -> AttributionIn
     has_kind = hasattr(first, "activity_type")
     out.by_name = not has_kind
     cpu_types: dict[Any, bool] = {}  # device_type value -> is CPU (enum or recorded str)
-    for e in _chain(first, it):
+    for k, e in enumerate(_chain(first, it)):
+        if pause is not None and k % PAUSE_EVERY == 0:
+            pause()
         dt = e.device_type()
         is_cpu = cpu_types.get(dt)
         if is_cpu is None:
@@ -211,7 +218,8 @@ def read_events(events: Iterable[Any], unix_minus_perf_ns: int) -> AttributionIn
 
 
 def recording_doc(events: Iterable[Any], marks: Iterable[Any], records: Iterable[Any],
-                  unix_minus_perf_ns: int, *, root: str = "model") -> dict[str, Any]:
+                  unix_minus_perf_ns: int, *, root: str = "model",
+                  pause: Callable[[], None] | None = None) -> dict[str, Any]:
     """The recording of one window (``kineto_raw.json.gz``): every profiler event with the
     accessors of :data:`ACCESSORS` it has (:func:`event_row`), echo's marks (STEP ranges
     included) as dicts, the recorder's rows before the attribution edits them
@@ -233,8 +241,26 @@ def recording_doc(events: Iterable[Any], marks: Iterable[Any], records: Iterable
         "clocks_now_ns": {"time": time.time_ns(), "perf_counter": time.perf_counter_ns()},
         "marks": [dataclasses.asdict(m) for m in marks],
         "rec_events": [list(r) for r in records],
-        "events": [event_row(e) for e in events],
+        "events": _rows(events, pause),
     }
+
+
+def _rows(events: Iterable[Any], pause: Callable[[], None] | None = None,
+          ) -> list[dict[str, Any]]:
+    """:func:`event_row` of every event, the accessors looked up once per event type."""
+    out: list[dict[str, Any]] = []
+    pairs: dict[type, list[tuple[str, Any]]] = {}
+    for k, e in enumerate(events):
+        if pause is not None and k % PAUSE_EVERY == 0:
+            pause()
+        t = type(e)
+        got = pairs.get(t)
+        if got is None:
+            got = pairs[t] = [(a, fn) for a in ACCESSORS
+                              if (fn := getattr(t, a, None)) is not None] \
+                or [(a, None) for a in ACCESSORS]
+        out.append(event_row(e, got))
+    return out
 
 
 def _chain(first: Any, rest: Iterable[Any]) -> Iterable[Any]:

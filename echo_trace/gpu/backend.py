@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from echo_trace.gpu.adapter import missing_accessors, read_events
@@ -231,21 +231,22 @@ class KinetoTimer:
         return torch._C._autograd._disable_profiler(), self._marks()
 
     def resolve(self, result: Any, marks: list[Mark],
-                records: list[tuple[Any, ...]] | None = None) -> None:
+                records: list[tuple[Any, ...]] | None = None,
+                pause: Callable[[], None] | None = None) -> None:
         """Attribute the profiler's ``result`` and record the events: the costly part of
         :meth:`close`, which the background writer runs off the training thread once the
         window is closed, on the buffer it was handed (``records``; default: the
-        recorder's own buffer)."""
+        recorder's own buffer; ``pause``: the writer's pacing, called regularly)."""
         from echo_trace.gpu.adapter import recording_doc
 
         records = self.rec.events if records is None else records
         events = result.events()
         if self.raw:
             self.raw_doc = recording_doc(events, marks, records, self.unix_minus_perf_ns,
-                                         root=self.root)
+                                         root=self.root, pause=pause)
         out, matched = resolve_window(records, events, marks,
                                       unix_minus_perf_ns=self.unix_minus_perf_ns,
-                                      root=self.root)
+                                      root=self.root, pause=pause)
         self.last = out
         self.comm_matched += matched
 
@@ -312,7 +313,8 @@ class KinetoTimer:
 
 
 def resolve_window(records: list[tuple[Any, ...]], events: Iterable[Any], marks: list[Mark], *,
-                   unix_minus_perf_ns: int, root: str = "model") -> tuple[Attribution, int]:
+                   unix_minus_perf_ns: int, root: str = "model",
+                   pause: Callable[[], None] | None = None) -> tuple[Attribution, int]:
     """The live chain after the profiler stopped, also run offline on a recording
     (:mod:`echo_trace.gpu.recording`): profiler ``events`` (live ``_KinetoEvent`` objects or
     :class:`~echo_trace.gpu.adapter.RecordedEvent`) through the adapter and the attribution
@@ -322,7 +324,7 @@ def resolve_window(records: list[tuple[Any, ...]], events: Iterable[Any], marks:
     changed. Returns the attribution and how many Comm events matched a c10d op."""
     from echo_trace.modules import WRAPPER_TYPES
 
-    inputs = read_events(events, unix_minus_perf_ns)
+    inputs = read_events(events, unix_minus_perf_ns, pause=pause)
     marks = list(marks)
     comm_rows, matched = _comm_marks(records, marks, inputs.c10d)
     # the remainder's name: the outermost module (not a DDP/FSDP/compile wrapper)
