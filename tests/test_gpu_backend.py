@@ -370,3 +370,32 @@ def test_capture_with_kineto_resolves_on_the_writer_and_leaves_a_recording(
     assert [(e["name"], e.get("ts"), e.get("dur")) for e in live] == \
         [(e["name"], e.get("ts"), e.get("dur")) for e in offline]
     assert {e["args"]["step"] for e in live if e["name"] == "STEP"} == {1, 2}
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_saved_activations_under_autocast(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """On CUDA under bf16 autocast, the bytes autograd saves are measured per traced call
+    (the H200 recordings of 60e968a had 0 for every call: the graph walk pruned branches)."""
+    import json
+
+    import torch.nn.functional as F
+
+    import echo_trace
+    from examples.models import GPT, GPTConfig
+
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=512, seq_len=128, hidden=256, layers=4, heads=4)).cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    with echo_trace.capture(out_dir=tmp_path / "t", start_step=1, end_step=3, model=model):
+        for _ in range(4):
+            x = torch.randint(512, (8, 129), device="cuda")
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                out = model(x[:, :-1])
+            loss = F.cross_entropy(out.float().reshape(-1, 512), x[:, 1:].reshape(-1))
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+    d = next((tmp_path / "t").iterdir())
+    per = json.loads((d / "meta.json").read_text())["saved_activations"]["per_call"]
+    assert sum(1 for _, b in per if b > 0) >= len(per) // 2, per

@@ -62,9 +62,12 @@ def test_two_rank_golden_values() -> None:
     assert ev.dur_us[row] == 50.0 and ev.ts_us[row] == 1700000000000000.0
     # the STEP marker bounds the step
     assert t.iteration_bounds(0, 2) == (1700000000000000.0, 1700000000000000.0 + 749.0)
-    # counters: 3 memory samples x 2 steps x 2 ranks
-    assert t.counter_names == ["rss_bytes"] and len(t.counters) == 12
-    assert t.counters.value[t.counters.rank == 1].min() == 90_000_001
+    # counters: 3 memory samples x 2 steps x 2 ranks, and each STEP's peak (its own series,
+    # at the step's end: the samples miss a peak between them)
+    assert sorted(t.counter_names) == ["peak_rss_bytes", "rss_bytes"] and len(t.counters) == 16
+    rss = t.counters.series == t.counter_names.index("rss_bytes")
+    assert (rss.sum(), (~rss).sum()) == (12, 4)
+    assert t.counters.value[(t.counters.rank == 1) & rss].min() == 90_000_001
     # dag.gml: 8 ops of step 3 + NEXT_STEP
     g = t.dags[0]
     assert g.number_of_nodes() == 9 and g.has_edge("Comm.bucket0", "UPDATE.SGD")
@@ -255,7 +258,7 @@ def test_real_echo_trace_ddp() -> None:
             fw = sorted(t.name_of(int(i))[3:] for i in rows if ev.cat[i] == Cat.FW)
             bw = sorted(t.name_of(int(i))[3:] for i in rows if ev.cat[i] == Cat.BW)
             assert fw == bw and len(fw) == 32
-    assert set(t.dags) == {0, 1} and t.counter_names == ["rss_bytes"]
+    assert set(t.dags) == {0, 1} and "rss_bytes" in t.counter_names
     assert validate(t) == []  # collectives matched across ranks, no overlaps, all fields
 
 
