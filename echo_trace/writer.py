@@ -144,7 +144,9 @@ def _fsync_dir(path: Path) -> None:
 
 
 def _create(path: Path, data: bytes) -> None:
-    """Create ``path`` (never existing, never through a symlink), write, fsync."""
+    """Create ``path`` (never existing, never through a symlink), write, fsync; on any
+    failure (a full disk: ENOSPC) the partial file is removed, so a rank directory never
+    holds a truncated file."""
     fd = os.open(path, _CREATE, 0o666)
     try:
         view = memoryview(data)
@@ -152,8 +154,14 @@ def _create(path: Path, data: bytes) -> None:
             n = os.write(fd, view)
             view = view[n:]
         os.fsync(fd)
-    finally:
+    except BaseException:
         os.close(fd)
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        raise
+    os.close(fd)
 
 
 def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:

@@ -170,3 +170,28 @@ def test_zero_length_event_inside_another_makes_no_parent() -> None:
            {"name": "BW.seq", "ts": 376.0, "dur": 300.0}, {"name": "BW.conv", "ts": 576.0, "dur": 90.0}]
     kept = [e["name"] for _, _, e in leaf_compute([(e["ts"], i, e) for i, e in enumerate(evs)])]
     assert kept == ["BW.fc", "BW.pool2", "BW.flatten", "BW.relu2", "BW.conv"]
+
+
+def test_a_full_disk_never_installs_a_truncated_file(tmp_path, monkeypatch):
+    """ENOSPC while writing dag.gml / meta.json (trace.json fitted): the partial files are
+    removed, the complete trace is installed alone, one warning each (on a 50-60 KiB tmpfs
+    the capture used to install a truncated meta.json, which validate then refused)."""
+    import errno
+
+    real = os.write
+
+    def write(fd, data):  # the disk fills up in the middle of dag.gml and of meta.json
+        name = os.readlink(f"/proc/self/fd/{fd}")
+        if name.endswith(("dag.gml", "meta.json")):
+            real(fd, bytes(data[:10]))
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(fd, data)
+
+    monkeypatch.setattr(os, "write", write)
+    ev = [{"name": "STEP", "cat": "step", "ph": "X", "tid": STEP_TID, "ts": 0.0, "dur": 10.0,
+           "args": {"step": 0, "occ": 0}}]
+    res = write_rank_dir(tmp_path / "0_0", events=ev, meta={"rank": 0}, dag_gml="graph [\n]\n")
+    assert sorted(p.name for p in (tmp_path / "0_0").iterdir()) == ["trace.json"]
+    assert set(res) == {"trace"} and set(res.errors) == {"dag", "meta"}
+    assert json.loads((tmp_path / "0_0" / "trace.json").read_text())["traceEvents"]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp left
