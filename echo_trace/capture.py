@@ -42,7 +42,7 @@ from echo_trace.config import DEFAULT_MAX_EVENTS, CaptureConfig
 from echo_trace.memory import DEFAULT_INTERVAL_MS
 from echo_trace.meta import build_meta, echo_version
 from echo_trace.pacing import Pacer
-from echo_trace.ranks import RankInfo, detect_ranks
+from echo_trace.ranks import RankInfo, detect_ranks, job_token
 from echo_trace.recorder import STEP_TID, Recorder
 from echo_trace.writer import YIELD_EVERY, dir_is_nonempty, refuse_reason, write_rank_dir
 
@@ -546,7 +546,7 @@ class Capture:
                                     offset_us=offset_us, base_time_ns=base_ns,
                                     overwrite=self.config.overwrite,
                                     yield_every=YIELD_EVERY, extra_files=extra,
-                                    pause=pause)
+                                    pause=pause, conflict_tag=job_token())
             self.written = dict(result)
             if result.conflict:
                 log.warning("echo_trace: %s was filled by another run while this one was "

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from echo_trace.config import env_int
 
-__all__ = ["RANK_ENV_VARS", "RankInfo", "detect_ranks"]
+__all__ = ["JOB_ENV_VARS", "RANK_ENV_VARS", "RankInfo", "detect_ranks", "job_token"]
 
 #: The launcher variables read by :func:`detect_ranks`.
 RANK_ENV_VARS = (
@@ -26,6 +26,35 @@ RANK_ENV_VARS = (
     "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE",
     "OMPI_COMM_WORLD_LOCAL_SIZE",
 )
+
+
+#: The launcher variables that name the whole job (read by :func:`job_token`), in order.
+JOB_ENV_VARS = ("TORCHELASTIC_RUN_ID", "SLURM_JOB_ID", "SLURM_STEP_ID", "PMIX_NAMESPACE",
+                "OMPI_MCA_orte_ess_jobid", "MASTER_ADDR", "MASTER_PORT")
+
+
+def job_token(environ: Mapping[str, str] | None = None) -> str:
+    """A name every process of this job shares and a concurrent job does not (for the
+    ``<TRACE_DIR>.conflict-<token>`` directory of a job that lost its ``TRACE_DIR`` to another:
+    one per job, not one per process): Slurm's job and step ids, else the MPI job id, else
+    torchrun's rendezvous id with the master's address and port (two jobs running at once
+    cannot share a master port), else this process's pid. Letters, digits, ``._-`` only."""
+    env = os.environ if environ is None else environ
+
+    def get(name: str) -> str:
+        v = env.get(name, "").strip()
+        return "" if v.lower() in ("", "none") else v
+
+    if get("SLURM_JOB_ID"):
+        parts = ["slurm", get("SLURM_JOB_ID"), get("SLURM_STEP_ID")]
+    elif get("PMIX_NAMESPACE") or get("OMPI_MCA_orte_ess_jobid"):
+        parts = ["mpi", get("PMIX_NAMESPACE") or get("OMPI_MCA_orte_ess_jobid")]
+    elif get("MASTER_PORT"):
+        parts = ["job", get("TORCHELASTIC_RUN_ID"), get("MASTER_ADDR"), get("MASTER_PORT")]
+    else:
+        return str(os.getpid())
+    token = re.sub(r"[^A-Za-z0-9_.-]+", "_", "-".join(p for p in parts if p))
+    return token[:80] or str(os.getpid())
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -11,7 +11,9 @@ How a rank directory comes to exist (never half-written, never over someone else
    or *empty* target atomically and fails on a non-empty one: that is the emptiness
    re-check at write time, and of two runs writing into one ``TRACE_DIR`` exactly one wins.
    The loser keeps its files in a sibling of the trace root,
-   ``<TRACE_DIR>.conflict-<pid>/<rank>/``, and says so (never merged into the winner).
+   ``<TRACE_DIR>.conflict-<tag>/<rank>/``, and says so (never merged into the winner);
+   ``tag`` names the job (the capture passes :func:`~echo_trace.ranks.job_token`, so every
+   losing rank of one job lands in one directory), else the process id.
 3. With ``overwrite``, the old directory is first renamed aside (``.<rank>.XXXX.old``),
    the new one renamed in, then the old one deleted: an interrupted overwrite leaves the
    old run whole or the new run whole, never new trace + old meta.
@@ -85,7 +87,7 @@ class WriteConflict(OSError):
 class WriteResult(dict[str, Path]):
     """``{"trace", "meta", "dag"}`` → path of each file written (a missing key: that file
     failed, see :attr:`errors`); :attr:`rank_dir` is where they are, :attr:`conflict`
-    is True when that is the ``.conflict-<pid>`` sibling instead of the requested place."""
+    is True when that is the ``.conflict-<tag>`` sibling instead of the requested place."""
 
     rank_dir: Path
     conflict: bool = False
@@ -239,7 +241,8 @@ def _dump_trace(chrome: list[dict[str, Any]], rest: dict[str, Any], yield_every:
     return b'{"traceEvents":[' + b",".join(parts) + b"]," + _dumps(rest)[1:]
 
 
-def _install(tmp: Path, dest: Path, *, overwrite: bool) -> tuple[Path, bool]:
+def _install(tmp: Path, dest: Path, *, overwrite: bool,
+             conflict_tag: str | None = None) -> tuple[Path, bool]:
     """Rename ``tmp`` to ``dest`` (see the module doc); ``(where, conflict)``."""
     try:
         os.rename(tmp, dest)  # a missing or empty dest is replaced atomically
@@ -264,7 +267,7 @@ def _install(tmp: Path, dest: Path, *, overwrite: bool) -> tuple[Path, bool]:
             return dest, False
     # another run won the race: keep our files next to the trace root, never inside it
     root = dest.parent
-    alt_root = root.with_name(f"{root.name}.conflict-{os.getpid()}")
+    alt_root = root.with_name(f"{root.name}.conflict-{conflict_tag or os.getpid()}")
     alt_root.mkdir(mode=0o777, exist_ok=True)
     reason = refuse_reason(alt_root)
     if reason is not None:
@@ -281,7 +284,8 @@ def write_rank_dir(rank_dir: str | os.PathLike[str], *, events: list[dict[str, A
                    offset_us: float = 0.0, base_time_ns: int = 0,
                    overwrite: bool = False, yield_every: int = 0,
                    extra_files: dict[str, bytes | Callable[[], bytes]] | None = None,
-                   pause: Callable[[], None] | None = None) -> WriteResult:
+                   pause: Callable[[], None] | None = None,
+                   conflict_tag: str | None = None) -> WriteResult:
     """Write the files of one process into ``rank_dir`` (see the module doc).
 
     ``events`` carry local µs; ``offset_us`` maps them to µs since ``base_time_ns`` (Unix
@@ -293,7 +297,8 @@ def write_rank_dir(rank_dir: str | os.PathLike[str], *, events: list[dict[str, A
     the GIL regularly while building the trace (``pause``: what to call there instead of
     ``time.sleep(0)``, e.g. a :class:`~echo_trace.pacing.Pacer`). ``extra_files`` (name → bytes, or a
     function making them) are written after ``dag.gml``; one that fails is logged and left
-    out, like ``dag.gml``. Raises
+    out, like ``dag.gml``. ``conflict_tag`` names the fallback directory of a rank directory
+    another run filled meanwhile (default: the process id). Raises
     ``OSError`` when the rank directory is refused or the trace cannot be written
     (nothing is left behind then).
     """
@@ -354,7 +359,7 @@ def write_rank_dir(rank_dir: str | os.PathLike[str], *, events: list[dict[str, A
                         "without it", fname, dest, err)
         os.chmod(tmp, 0o777 & ~_umask())
         _fsync_dir(tmp)
-        where, conflict = _install(tmp, dest, overwrite=overwrite)
+        where, conflict = _install(tmp, dest, overwrite=overwrite, conflict_tag=conflict_tag)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -59,3 +59,17 @@ def test_openmpi():
 def test_bad_values_raise_naming_them(env, word):
     with pytest.raises(ValueError, match=word):
         detect_ranks(env)
+
+
+def test_job_token_is_shared_by_the_ranks_of_a_job_and_not_by_another() -> None:
+    from echo_trace.ranks import job_token
+
+    a0 = {"MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "29500", "TORCHELASTIC_RUN_ID": "none",
+          "RANK": "0"}
+    a1 = dict(a0, RANK="1")
+    b = dict(a0, MASTER_PORT="29501")
+    assert job_token(a0) == job_token(a1) == "job-10.0.0.1-29500"
+    assert job_token(b) != job_token(a0)
+    assert job_token({"SLURM_JOB_ID": "77", "SLURM_STEP_ID": "0", **a0}) == "slurm-77-0"
+    assert job_token({"PMIX_NAMESPACE": "prterun-h/1@1"}) == "mpi-prterun-h_1_1"
+    assert job_token({}).isdigit()  # a single process: its pid

@@ -33,6 +33,7 @@ __all__ = [
     "check_collective_matching",
     "check_comm_fields",
     "check_dags",
+    "check_events",
     "check_gradient_comm_order",
     "check_meta",
     "check_notes",
@@ -164,6 +165,20 @@ def common_steps(step_sets: Mapping[int, Iterable[int]], source: str = "") -> li
         where = f"{source}: " if source else ""
         raise TraceMismatchError(f"{where}ranks captured different steps: {'; '.join(groups)}")
     return sorted(distinct[0])
+
+
+def check_events(trace: Trace) -> list[Violation]:
+    """Every rank holds events (error): a rank with none loads, and is then refused by every
+    analysis."""
+    ev = trace.events
+    counts = np.bincount(ev.rank[ev.rank >= 0], minlength=max(trace.ranks, default=-1) + 1) \
+        if ev.rank.size else np.zeros(0, np.int64)
+    empty = sorted(r for r in trace.ranks if r >= counts.size or counts[r] == 0)
+    if empty:
+        return [Violation("events", "error", f"rank(s) {ranges(empty)} hold no events: "
+                          "nothing to analyse (the capture window never opened there, or "
+                          "the trace was cut before its first step)")]
+    return []
 
 
 def check_steps(trace: Trace) -> list[Violation]:
@@ -371,7 +386,7 @@ def check_notes(trace: Trace) -> list[Violation]:
 
 
 ALL_RULES: tuple[Rule, ...] = (
-    check_times, check_steps, check_dags, check_meta, check_ranks, check_overlaps,
+    check_times, check_steps, check_dags, check_events, check_meta, check_ranks, check_overlaps,
     check_comm_fields, check_collective_matching, check_gradient_comm_order, check_notes,
 )
 FATAL_RULES: tuple[Rule, ...] = (check_times, check_steps, check_dags)
