@@ -64,9 +64,11 @@ def test_gzip_bomb_is_refused_at_the_limit(tmp_path: Path) -> None:
     run = _echo_copy(tmp_path)
     trace = run / "0_0" / "trace.json"
     trace.unlink()
-    # ~100 KB of gzip that would inflate to 96 MiB: over 64x, past the 64 MiB floor
+    # ~100 KB of gzip that would inflate to 96 MiB: over 64x, past the 64 MiB floor (it
+    # starts like JSON, so that its first bytes do not refuse it already)
     with gzip.open(run / "0_0" / "trace.json.gz", "wb", compresslevel=9) as f:
-        chunk = b"\0" * (1 << 20)
+        f.write(b'{"traceEvents": [')
+        chunk = b" " * (1 << 20)
         for _ in range(96):
             f.write(chunk)
     msg = _one_line_error(run, TraceFormatError)
@@ -414,3 +416,62 @@ def test_batched_events_after_header_keys_and_pretty_printed(tmp_path: Path) -> 
     assert got == events and len(batches) > 10
     assert top == {"schemaVersion": 1, "deviceProperties": [{"name": "traceEvents: [x"}],
                    "baseTimeNanoseconds": 3}
+
+
+def _rank_dir_with_trace(tmp_path: Path, trace: Path) -> Path:
+    root = tmp_path / "t"
+    (root / "0_0").mkdir(parents=True)
+    shutil.copy(Path(__file__).parent / "data" / "load" / "echo_2rank" / "0_0" / "meta.json",
+                root / "0_0" / "meta.json")
+    os.replace(trace, root / "0_0" / "trace.json")
+    return root
+
+
+def test_a_huge_sparse_trace_is_refused_from_its_first_bytes(tmp_path: Path) -> None:
+    """A 2 GB sparse trace.json (NUL bytes) used to be read whole, then crash orjson under
+    ``ulimit -v``: its first bytes already say it is no JSON."""
+    import subprocess
+    import sys
+
+    f = tmp_path / "trace.json"
+    with f.open("wb") as fh:
+        fh.truncate(2 << 30)
+    root = _rank_dir_with_trace(tmp_path, f)
+    r = subprocess.run([sys.executable, "-m", "echo_sim", "validate", str(root)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "not valid JSON (starts with" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_parse_that_would_not_fit_in_memory_is_refused_in_one_line(tmp_path: Path) -> None:
+    """Under ``ulimit -v`` a JSON document whose parse would need more than the address space
+    left is refused before parsing (it used to end in MemoryError or SIGSEGV)."""
+    import resource
+    import subprocess
+    import sys
+
+    f = tmp_path / "trace.json"
+    with f.open("wb") as fh:  # '[' then 600 MB of NULs (sparse): JSON-looking, huge
+        fh.write(b"[")
+        fh.truncate(600 << 20)
+    root = _rank_dir_with_trace(tmp_path, f)
+
+    def limit() -> None:  # 1.5 GiB of address space: the read fits, a 3x parse does not
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 29, 3 << 29))
+
+    r = subprocess.run([sys.executable, "-m", "echo_sim", "validate", str(root)],
+                       capture_output=True, text=True, timeout=120, preexec_fn=limit)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "of memory, more than the" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_memory_budget_refuses_a_read_that_cannot_fit(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from echo_sim.load import files
+
+    p = tmp_path / "x.json"
+    p.write_text("[1, 2, 3]")
+    assert read_regular_file(p) == b"[1, 2, 3]"
+    monkeypatch.setattr(files, "memory_budget", lambda: 4)
+    with pytest.raises(TraceFormatError, match=r"x.json: reading its 9 B needs about 9 B of "
+                                               r"memory, more than the 4 B available"):
+        read_regular_file(p)

@@ -25,7 +25,7 @@ from typing import Any
 import orjson
 
 from echo_sim.errors import TraceFormatError
-from echo_sim.load.files import GZIP_MAGIC, read_maybe_gzip
+from echo_sim.load.files import GZIP_MAGIC, parse_budget_ok, read_maybe_gzip
 
 __all__ = ["CHUNK_BYTES", "GZIP_MAGIC", "read_bytes", "read_head", "read_json",
            "read_trace_event_chunks", "read_trace_events"]
@@ -64,8 +64,11 @@ def read_head(path: Path, nbytes: int = 65536) -> bytes:
 def _loads(path: Path, raw: bytes | bytearray | memoryview) -> Any:
     if _BLANK.match(raw):
         raise TraceFormatError(f"{path}: empty file, expected JSON")
+    parse_budget_ok(path, len(raw))
     try:
         return orjson.loads(raw)
+    except MemoryError:
+        raise TraceFormatError(f"{path}: out of memory parsing it") from None
     except orjson.JSONDecodeError as e:
         kind = "truncated JSON" if _looks_truncated(raw, e) else "not valid JSON"
         raise TraceFormatError(f"{path}: {kind} ({_one_line(e)})") from None
@@ -73,8 +76,18 @@ def _loads(path: Path, raw: bytes | bytearray | memoryview) -> Any:
         raise TraceFormatError(f"{path}: JSON nested too deeply") from None
 
 
+def _sniff(path: Path) -> None:
+    """Refuse, from its first bytes, a file that cannot be a JSON document (a sparse or binary
+    file), before reading all of it."""
+    head = read_head(path, 4096)
+    first = head.lstrip(b" \t\r\n")[:1]
+    if head and first and first not in b"{[":
+        raise TraceFormatError(f"{path}: not valid JSON (starts with {bytes(head[:8])!r})")
+
+
 def read_json(path: Path) -> Any:
     """Parse a whole JSON (or gzipped JSON) file."""
+    _sniff(path)
     return _loads(path, read_bytes(path))
 
 
@@ -110,6 +123,7 @@ def read_trace_event_chunks(path: Path, consume: Callable[[list[Any]], None],
     to parse (see the module docstring), ``reset()`` is called and ``consume`` gets the
     whole list parsed at once.
     """
+    _sniff(path)
     raw = read_bytes(path)
     head = _head_keys(raw) if len(raw) > 2 * chunk_bytes else None
     if head is not None:
