@@ -15,10 +15,17 @@ from collections.abc import Callable, Sequence
 
 from echo_sim.errors import ConfigError
 
-__all__ = ["MAX_STEP", "float_in", "int_in", "parse_bytes_flag", "parse_steps", "select_steps"]
+__all__ = ["MAX_GLOBAL_BATCH", "MAX_GPUS", "MAX_RANK", "MAX_STEP", "float_in", "int_in",
+           "parse_bytes_flag", "parse_ranks", "parse_steps", "select_ranks", "select_steps"]
 
 MAX_STEP = 2**62
 """Largest step number a --step list may name (int64 headroom)."""
+MAX_GPUS = 2**20
+"""Most devices a layout flag may name (1,048,576: several times the largest clusters)."""
+MAX_RANK = MAX_GPUS - 1
+"""Largest rank number a rank list may name."""
+MAX_GLOBAL_BATCH = 2**40
+"""Most samples per iteration (about 10^12)."""
 
 
 def int_in(lo: int, hi: int) -> Callable[[str], int]:
@@ -111,3 +118,55 @@ def select_steps(text: str | None, captured: Sequence[int],
         what = f"step {missing[0]} is not captured" if missing else "names no captured step"
         raise ConfigError(f"{flag} {text!r}: {what}; captured: {shown or 'none'}")
     return chosen
+
+
+def parse_ranks(text: str | None, flag: str) -> list[tuple[int, int]] | None:
+    """``"0,2-4"`` → ``[(0, 0), (2, 4)]`` (inclusive ranges, never expanded; each within
+    0..:data:`MAX_RANK`); None → all ranks."""
+    if text is None:
+        return None
+    out: list[tuple[int, int]] = []
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        a, sep, b = part.partition("-")
+        try:
+            lo = int(a, 10)
+            hi = int(b, 10) if sep else lo
+        except ValueError:
+            raise ConfigError(f"{flag}: bad rank list {text!r}; use numbers and ranges, "
+                              "e.g. 0,2-5") from None
+        if not 0 <= lo <= hi <= MAX_RANK:
+            raise ConfigError(f"{flag} {text!r} is out of range; valid: ranks and ranges "
+                              f"first-last with 0 <= first <= last <= {MAX_RANK:,}")
+        out.append((lo, hi))
+    if not out:
+        raise ConfigError(f"{flag}: empty rank list {text!r}; e.g. 0,2-5")
+    return out
+
+
+def select_ranks(text: str | None, have: Sequence[int], flag: str) -> list[int] | None:
+    """The ranks ``text`` names, every one of which must be in ``have`` (the trace's ranks;
+    a range reaching past them is out of range); None: all."""
+    ranges = parse_ranks(text, flag)
+    if ranges is None:
+        return None
+    ranks = sorted(set(have))
+    inside = {r for r in ranks if any(lo <= r <= hi for lo, hi in ranges)}
+    for lo, hi in ranges:
+        n = sum(1 for r in ranks if lo <= r <= hi)
+        if n != hi - lo + 1:
+            missing = next(r for r in range(lo, hi + 1) if r not in inside)
+            raise ConfigError(f"{flag} {text!r}: rank {missing} is not in the trace; valid: "
+                              f"its ranks {_spans(ranks) or '(none)'}")
+    return sorted(inside)
+
+
+def _spans(values: Sequence[int]) -> str:
+    """``[0, 1, 2, 5]`` → ``"0-2, 5"`` (at most 10 spans shown)."""
+    spans: list[list[int]] = []
+    for v in values:
+        if spans and v == spans[-1][1] + 1:
+            spans[-1][1] = v
+        else:
+            spans.append([v, v])
+    text = ", ".join(f"{a}-{b}" if b > a else str(a) for a, b in spans[:10])
+    return text + (" ..." if len(spans) > 10 else "")

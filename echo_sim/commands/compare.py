@@ -7,10 +7,10 @@ from typing import Any
 
 from echo_sim.analysis.compare import COMPARE_SORT_KEYS, Comparison, compare, write_xlsx
 from echo_sim.analysis.tables import fmt_us, format_table, write_csv
-from echo_sim.commands.checks import int_in
+from echo_sim.commands.checks import int_in, select_ranks
+from echo_sim.commands.checks import parse_ranks as check_ranks
 from echo_sim.commands.outputs import check_output, output_file
 from echo_sim.commands.spec import Command, Result, arg
-from echo_sim.errors import EchoError
 
 __all__ = ["COMMAND", "parse_ranks", "render"]
 
@@ -28,20 +28,12 @@ CSV_COLUMNS = ("name", "category", "count_a", "count_b", "mean_a_us", "mean_b_us
                "diff_us", "ratio", "total_a_us", "total_b_us")
 
 
-def parse_ranks(text: str | None) -> list[int] | None:
-    """``"0,2-4"`` → ``[0, 2, 3, 4]``; None stays None."""
-    if text is None:
-        return None
-    out: list[int] = []
-    try:
-        for part in (p.strip() for p in text.split(",") if p.strip()):
-            lo, _, hi = part.partition("-")
-            out.extend(range(int(lo), int(hi) + 1) if hi else [int(lo)])
-    except ValueError as e:
-        raise EchoError(f"bad rank list {text!r}: use numbers and ranges, e.g. 0,2-5") from e
-    if not out:
-        raise EchoError(f"empty rank list {text!r}")
-    return sorted(set(out))
+def parse_ranks(text: str | None, trace: Any, flag: str) -> list[int] | None:
+    """``"0,2-4"`` → ``[0, 2, 3, 4]``, each a rank of ``trace`` (ranges are checked, never
+    expanded blindly: ``0-10^30`` is one line); None stays None."""
+    import numpy as np
+
+    return select_ranks(text, np.unique(trace.events.rank).tolist(), flag)
 
 
 def _ratio(x: float | None) -> str:
@@ -76,9 +68,12 @@ def run(opts: Any) -> Result:
     for flag, out in (("--csv", opts.csv), ("--xlsx", xlsx)):
         if out:
             check_output(flag, out, force=opts.force)  # before the work
+    for flag, text in (("--ranks-a", opts.ranks_a), ("--ranks-b", opts.ranks_b)):
+        check_ranks(text, flag)  # before the work
     ta = load_trace(pa)
     tb = ta if pb == pa else load_trace(pb)
-    ra, rb = parse_ranks(opts.ranks_a), parse_ranks(opts.ranks_b)
+    ra = parse_ranks(opts.ranks_a, ta, "--ranks-a")
+    rb = parse_ranks(opts.ranks_b, tb, "--ranks-b")
     label_a = pa + (f" ranks {opts.ranks_a}" if ra is not None else "")
     label_b = pb + (f" ranks {opts.ranks_b}" if rb is not None else "")
     full = compare(ta, tb, ranks_a=ra, ranks_b=rb, sort=opts.sort,

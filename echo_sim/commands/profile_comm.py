@@ -29,8 +29,13 @@ def run(opts: Any) -> Result:
     except ValueError:
         raise ConfigError(f"--group-sizes {opts.group_sizes!r}: use a comma list of integers, "
                           "e.g. 2,4") from None
+    try:
+        sizes = parse_sizes(opts.sizes)
+    except ConfigError as e:  # name the flag once
+        msg = str(e)
+        raise ConfigError(msg if "--sizes" in msg else f"--sizes {opts.sizes!r}: {msg}") from None
     out = check_output("--output", Path(opts.output), force=opts.force)  # before measuring
-    spec = ProfileSpec(nproc=opts.nproc, group_sizes=groups, sizes_bytes=parse_sizes(opts.sizes),
+    spec = ProfileSpec(nproc=opts.nproc, group_sizes=groups, sizes_bytes=sizes,
                        iters=opts.iters, warmup=opts.warmup, backend=opts.backend, ops=ops,
                        timeout_s=opts.timeout, progress=not opts.no_progress,
                        busy_us=opts.busy_us, host_overheads=not opts.no_host_overheads)

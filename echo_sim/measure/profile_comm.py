@@ -59,6 +59,7 @@ __all__ = [
     "other_load",
     "COMPUTE_OPS",
     "DEFAULT_SIZES",
+    "MAX_MESSAGE_BYTES",
     "PROFILE_OPS",
     "ProfileSpec",
     "measure_comm_profile",
@@ -80,16 +81,22 @@ _UNITS = {"": 1, "B": 1, "K": 1 << 10, "KB": 1 << 10, "KIB": 1 << 10, "M": 1 << 
           "MB": 1 << 20, "MIB": 1 << 20, "G": 1 << 30, "GB": 1 << 30, "GIB": 1 << 30}
 
 
+MAX_MESSAGE_BYTES = 1 << 34
+"""Largest message a profile measures (16 GiB, twice nccl-tests' usual 8 GB top size):
+every rank allocates it, and a collective's output is up to nproc times larger."""
+
+
 def parse_size(text: str) -> int:
     """``"64MB"`` → 67108864. Units are binary (KB = 1024 bytes, as nccl-tests counts)."""
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*", text)
     unit = m.group(2).upper() if m else ""
     if m is None or unit not in _UNITS:
         raise ConfigError(f"bad size {text!r}; use a number with B, KB, MB or GB, e.g. 64KB")
-    n = int(float(m.group(1)) * _UNITS[unit])
-    if n < 1:
-        raise ConfigError(f"size {text!r} must be at least 1 byte")
-    return n
+    value = float(m.group(1)) * _UNITS[unit]  # a 400-digit number is inf here
+    if not 1 <= value <= MAX_MESSAGE_BYTES:
+        raise ConfigError(f"size {text!r} is out of range; valid: 1 byte to "
+                          f"{MAX_MESSAGE_BYTES >> 30} GB")
+    return int(value)
 
 
 def parse_sizes(text: str) -> tuple[int, ...]:
@@ -140,8 +147,9 @@ class ProfileSpec:
         bad = [o for o in self.ops if o not in PROFILE_OPS]
         if bad or not self.ops:
             raise ConfigError(f"--ops {','.join(bad) or '(none)'}; valid: {', '.join(PROFILE_OPS)}")
-        if not self.sizes_bytes or min(self.sizes_bytes) < 1:
-            raise ConfigError("sizes must be positive byte counts")
+        if not self.sizes_bytes or not 1 <= min(self.sizes_bytes) <= max(
+                self.sizes_bytes) <= MAX_MESSAGE_BYTES:
+            raise ConfigError(f"sizes_bytes must be byte counts in 1..{MAX_MESSAGE_BYTES}")
         bad_g = [g for g in self.group_sizes if not 2 <= g <= self.nproc]
         if bad_g:
             raise ConfigError(f"--group-sizes {','.join(map(str, bad_g))}: each must be in "

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from echo_sim.errors import ConfigError
+from echo_sim.search.factor import divisors
 
 __all__ = [
     "DIMENSIONS",
@@ -44,11 +45,10 @@ DIMENSIONS: tuple[str, ...] = ("dp", "tp", "pp", "vpp", "micro-batch", "fsdp", "
 RECOMPUTE: tuple[str, ...] = ("none", "selective", "full")
 SCHEDULES: tuple[str, ...] = ("1f1b", "gpipe", "interleaved")
 OBJECTIVES: tuple[str, ...] = ("time", "throughput", "cost")
-
-
-def divisors(n: int) -> list[int]:
-    """Positive divisors of ``n`` in increasing order."""
-    return [d for d in range(1, n + 1) if n % d == 0]
+# Bounds of the space (the CLI's, echo_sim.commands.checks): the degrees and micro-batches
+# are divisors of these, so they also bound the enumeration.
+MAX_GPUS = 2**20
+MAX_GLOBAL_BATCH = 2**40
 
 
 def _ints(name: str, values: tuple[int, ...] | None) -> None:
@@ -88,10 +88,13 @@ class SearchSpace:
     vary_gpus: bool = False
 
     def __post_init__(self) -> None:
-        for name in ("gpus", "global_batch", "gpus_per_node"):
+        for name, cap in (("gpus", MAX_GPUS), ("global_batch", MAX_GLOBAL_BATCH),
+                          ("gpus_per_node", MAX_GPUS)):
             v = getattr(self, name)
             if not isinstance(v, int) or v < 1:
                 raise ConfigError(f"{name}={v!r} must be an integer >= 1")
+            if v > cap:
+                raise ConfigError(f"{name}={v!r} is out of range; valid: 1..{cap:,}")
         if self.memory_limit_bytes is not None and (
                 not isinstance(self.memory_limit_bytes, int) or self.memory_limit_bytes < 1):
             raise ConfigError(f"memory_limit_bytes={self.memory_limit_bytes!r} must be an "

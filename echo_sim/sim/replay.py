@@ -57,6 +57,7 @@ from echo_sim.trace.model import COLLECTIVES, Cat, Trace
 
 __all__ = [
     "DURATIONS",
+    "MAX_SCALE_FACTOR",
     "TASK_COMPUTE",
     "TASK_FINISH",
     "TASK_INSTANCE",
@@ -68,6 +69,9 @@ __all__ = [
 ]
 
 TASK_COMPUTE, TASK_ISSUE, TASK_INSTANCE, TASK_FINISH = 0, 1, 2, 3
+MAX_SCALE_FACTOR = 1e6
+"""Largest --scale factor: a million times slower keeps every scaled duration and the
+replayed times that sum them finite (a factor of 1e308 made them inf, then NaN)."""
 DURATIONS: tuple[str, ...] = ("measured", "mean", "median")
 """Where replayed durations come from (see :func:`replay`)."""
 _SEND, _RECV = COLLECTIVES.index("send"), COLLECTIVES.index("recv")
@@ -83,9 +87,10 @@ class ScaleRule:
     def __post_init__(self) -> None:
         if not self.glob:
             raise ConfigError("--scale glob is empty; use e.g. 'Comm.*=0.5'")
-        if not math.isfinite(self.factor) or self.factor < 0:
+        if not (math.isfinite(self.factor) and 0 <= self.factor <= MAX_SCALE_FACTOR):
             raise ConfigError(
-                f"--scale factor {self.factor!r} for {self.glob!r} must be a finite number >= 0"
+                f"--scale factor {self.factor!r} for {self.glob!r} is out of range; valid: a "
+                f"number in [0, {MAX_SCALE_FACTOR:g}] (0: the events take no time)"
             )
 
 

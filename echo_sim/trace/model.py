@@ -267,9 +267,27 @@ class Trace:
         rows = self.rank_rows(rank)
         return rows[self.events.step[rows] == step]
 
+    def rows_by_step(self, rank: int) -> dict[int, np.ndarray]:
+        """Row indices of one rank's events per step value (-1: outside any step), each in
+        time order as :meth:`step_rows` gives them. One stable sort of the rank's step column
+        serves every step: calling :meth:`step_rows` for each of S steps scans the rank's n
+        rows S times (O(S·n), quadratic in the captured steps); this is O(n log n)."""
+        rows = self.rank_rows(rank)
+        if rows.size == 0:
+            return {}
+        steps = self.events.step[rows]
+        order = np.argsort(steps, kind="stable")  # stable: row (time) order within a step
+        keys, starts = np.unique(steps[order], return_index=True)
+        parts = np.split(rows[order], starts[1:])
+        return {int(k): p for k, p in zip(keys.tolist(), parts, strict=True)}
+
     def iteration_bounds(self, rank: int, step: int) -> tuple[float, float]:
         """(start_us, end_us) of a step on a rank: the STEP marker, else the span of its events."""
-        rows = self.step_rows(rank, step)
+        return self.bounds_of_rows(self.step_rows(rank, step))
+
+    def bounds_of_rows(self, rows: np.ndarray) -> tuple[float, float]:
+        """(start_us, end_us) of one step's rows (:meth:`rows_by_step`): the STEP marker among
+        them, else their span; NaNs when there are none."""
         if rows.size == 0:
             return (float("nan"), float("nan"))
         ev = self.events

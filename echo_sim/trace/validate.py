@@ -306,13 +306,16 @@ def check_gradient_comm_order(trace: Trace) -> list[Violation]:
         return []
     eps = _tolerance_us(ev.ts_us)
     bw_first: dict[tuple[int, int], dict[str, float]] = {}
+    by_step: dict[int, dict[int, np.ndarray]] = {}  # rank -> step -> rows, indexed once
     items: list[tuple[str, int | None, int | None]] = []
     for row in rows:
         key = (int(ev.rank[row]), int(ev.step[row]))
         mods = bw_first.get(key)
         if mods is None:
             mods = bw_first[key] = {}
-            for r in trace.step_rows(*key).tolist():
+            if key[0] not in by_step:
+                by_step[key[0]] = trace.rows_by_step(key[0])
+            for r in by_step[key[0]].get(key[1], np.zeros(0, np.int64)).tolist():
                 name = trace.name_of(r)
                 if name.startswith("BW."):
                     m = name[3:]

@@ -35,6 +35,7 @@ import numpy as np
 
 from echo_sim.errors import TraceFormatError
 from echo_sim.trace.model import Cat, Trace
+from echo_sim.workload.leaves import step_leaves
 
 __all__ = [
     "CommHook",
@@ -210,7 +211,6 @@ class Workload:
 
 
 # --------------------------------------------------------------------------- extraction
-_NEST_TOL_US = 1.0  # see _step_ops
 _PHASE = {int(Cat.FW): "F", int(Cat.BW): "B", int(Cat.UPDATE): "U"}
 
 
@@ -222,72 +222,24 @@ def _unit_of(module: str, block: int) -> str:
     return module.split(".", 1)[0]
 
 
-def _covered_us(lo: float, hi: float, iv: np.ndarray) -> float:
-    """Length of [lo, hi] covered by the union of intervals ``iv`` (n x 2, sorted by start)."""
-    if hi <= lo or iv.size == 0:
-        return 0.0
-    total, cur_lo, cur_hi = 0.0, None, None
-    for a, b in iv:
-        a, b = max(a, lo), min(b, hi)
-        if b <= a:
-            continue
-        if cur_hi is None or a > cur_hi:
-            if cur_hi is not None and cur_lo is not None:
-                total += cur_hi - cur_lo
-            cur_lo, cur_hi = a, b
-        else:
-            cur_hi = max(cur_hi, b)
-    if cur_hi is not None and cur_lo is not None:
-        total += cur_hi - cur_lo
-    return total
-
-
-def _step_ops(trace: Trace, rank: int, step: int) -> tuple[list[dict[str, Any]], float, float,
-                                                            float]:
-    """Leaf compute events of one step with gaps; returns (ops, pre_us, post_us, step_us)."""
+def _leaf_dicts(trace: Trace, rows: np.ndarray, dur: np.ndarray, gap: np.ndarray
+                ) -> list[dict[str, Any]]:
+    """The leaves of one step as dicts (name, ``key`` = (name, occurrence), phase, ...)."""
     ev = trace.events
-    rows = trace.step_rows(rank, step)
-    cats = ev.cat[rows]
-    comp = rows[np.isin(cats, (int(Cat.FW), int(Cat.BW), int(Cat.UPDATE)))]
-    lo, hi = trace.iteration_bounds(rank, step)
-    if comp.size == 0:
-        return [], 0.0, 0.0, hi - lo
-    ts, dur = ev.ts_us[comp], ev.dur_us[comp]
-    order = np.lexsort((-dur, ts))  # parents before their children
-    comp, ts, dur = comp[order], ts[order], dur[order]
-    end = ts + dur
-    # An event is a parent (not a leaf) when the next one starts inside it and ends inside
-    # it: ts[j] < end[i] - tol and end[j] <= end[i] + tol. tol = 1 µs absorbs the float64
-    # rounding of Unix-epoch µs timestamps (spacing 0.25 µs at 1.8e15 µs), which makes
-    # consecutive siblings overlap by a fraction of a µs.
-    tol = _NEST_TOL_US
-    leaf = np.ones(comp.size, dtype=bool)
-    leaf[:-1] = ~((ts[1:] < end[:-1] - tol) & (end[1:] <= end[:-1] + tol))
-    comp, ts, end = comp[leaf], ts[leaf], end[leaf]
-    crow = rows[cats == int(Cat.COMM)]
-    iv = np.stack([ev.ts_us[crow], ev.ts_us[crow] + ev.dur_us[crow]], axis=1) if crow.size \
-        else np.zeros((0, 2))
-    iv = iv[np.argsort(iv[:, 0])] if iv.size else iv
     out = []
     occ: Counter[str] = Counter()
-    for i, row in enumerate(comp):
-        nxt = ts[i + 1] if i + 1 < comp.size else hi
-        gap = max(0.0, float(nxt - end[i]))
-        if i + 1 < comp.size and gap > 0:
-            gap -= min(gap, _covered_us(float(end[i]), float(nxt), iv))
-        name = trace.name_of(int(row))
+    for i, row in enumerate(rows.tolist()):
+        name = trace.name_of(row)
         k = int(ev.kind[row])
         out.append({
             "name": name, "key": (name, occ[name]), "phase": _PHASE[int(ev.cat[row])],
-            "kind": trace.kinds[k] if k >= 0 else "", "dur_us": float(end[i] - ts[i]),
-            "gap_us": gap if i + 1 < comp.size else 0.0,
+            "kind": trace.kinds[k] if k >= 0 else "", "dur_us": float(dur[i]),
+            "gap_us": float(gap[i]),
             "param_bytes": int(ev.param_bytes[row]), "in_bytes": int(ev.in_bytes[row]),
             "out_bytes": int(ev.out_bytes[row]), "flops": float(ev.flops[row]),
         })
         occ[name] += 1
-    post = max(0.0, float(hi - end[-1]))
-    pre = max(0.0, float(ts[0] - lo))
-    return out, pre, post, float(hi - lo)
+    return out
 
 
 def extract_workload(trace: Trace, *, rank: int | None = None) -> Workload:
@@ -301,28 +253,33 @@ def extract_workload(trace: Trace, *, rank: int | None = None) -> Workload:
         if not ranks:
             raise TraceFormatError(f"trace {trace.source or '(in memory)'} has no ranks")
         rank = ranks[0]
-    steps = list(trace.steps) or sorted({int(s) for s in trace.events.step if s >= 0})
-    per_step = [_step_ops(trace, rank, s) for s in steps]
-    per_step = [p for p in per_step if p[0]]
-    if not per_step:
+    steps = list(dict.fromkeys(trace.steps)) or sorted({int(s) for s in trace.events.step
+                                                         if s >= 0})
+    lv = step_leaves(trace, rank, steps)  # every step at once: linear in the steps
+    if not len(lv):
         raise TraceFormatError(f"trace {trace.source or '(in memory)'}: rank {rank} has no "
                                "FW/BW/UPDATE events inside a step; cannot simulate it")
-    seqs = Counter(tuple(o["key"] for o in p[0]) for p in per_step)
-    common = seqs.most_common(1)[0][0]
-    used = [p for p in per_step if tuple(o["key"] for o in p[0]) == common]
-    base = used[-1][0]
+    # A step's op sequence is its leaves' (interned) names: (name, occurrence) keys follow.
+    names = trace.events.name[lv.rows]
+    sigs = [names[lv.leaf_slice(i)].tobytes() for i in range(len(lv))]
+    common = Counter(sigs).most_common(1)[0][0]
+    used = np.asarray([i for i, sig in enumerate(sigs) if sig == common], dtype=np.int64)
+    last = lv.leaf_slice(int(used[-1]))
+    base = _leaf_dicts(trace, lv.rows[last], lv.dur_us[last], lv.gap_us[last])
     if not any(o["phase"] == "F" for o in base) or not any(o["phase"] == "B" for o in base):
         raise TraceFormatError(f"trace {trace.source or '(in memory)'}: rank {rank} needs "
                                "both FW and BW events to simulate training")
-    dur = np.median(np.array([[o["dur_us"] for o in p[0]] for p in used]), axis=0)
-    gap = np.median(np.array([[o["gap_us"] for o in p[0]] for p in used]), axis=0)
-    pre = float(np.median([p[1] for p in used]))
-    post = float(np.median([p[2] for p in used]))
-    step_us = float(np.median([p[3] for p in used]))
+    at = lv.first[used][:, None] + np.arange(len(base))  # (used steps) x (ops) leaf index
+    durs, gaps = lv.dur_us[at], lv.gap_us[at]
+    dur, gap = np.median(durs, axis=0), np.median(gaps, axis=0)
+    pre = float(np.median(lv.pre_us[used]))
+    post = float(np.median(lv.post_us[used]))
+    step_us = float(np.median(lv.step_us[used]))
     # Rescale so that the sum of medians equals the median of the per-step sums (medians
     # do not add); per-step sums leave out the gaps spent waiting on communication.
-    explained = float(np.median([sum(o["dur_us"] + o["gap_us"] for o in p[0]) + p[1] + p[2]
-                                 for p in used]))
+    # (cumsum: summed in op order, as a Python sum would)
+    explained = float(np.median(np.cumsum(durs + gaps, axis=1)[:, -1] + lv.pre_us[used]
+                                + lv.post_us[used]))
     total = float(dur.sum() + gap.sum()) + pre + post
     scale = explained / total if total > 0 and explained > 0 else 1.0
     fw_index: dict[str, int] = {}
@@ -373,7 +330,8 @@ def extract_workload(trace: Trace, *, rank: int | None = None) -> Workload:
         device=str(meta.get("device", rinfo.device if rinfo else "cpu")),
         device_name=str(meta.get("device_name", "")),
         model=_model_info(meta, ops, int(mb) if mb else None), buckets=buckets,
-        peak_memory_bytes=peak, peak_memory_kind=peak_kind, rank=rank, steps_used=len(used),
+        peak_memory_bytes=peak, peak_memory_kind=peak_kind, rank=rank,
+        steps_used=int(used.size),
     )
 
 
