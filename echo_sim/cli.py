@@ -10,9 +10,11 @@ line on stderr and exit status 2.
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import json
 import logging
+import os
 import re
 import sys
 from collections.abc import Sequence
@@ -38,8 +40,9 @@ holding many rank directories, a single trace file, a ByteProfile/dPRO directory
 PyTorch profiler (Kineto) JSON trace. Every command prints a table; --json prints one JSON
 object instead. dPRO's spelling also works: --option statistic --path PATH[,PATH],
 --sub_option, --step_num, bare --sort / --xlsx; what echo cannot run prints its echo
-equivalent. Output files are replaced only with --force, and never when they are not
-regular files. Errors are one line on stderr, exit status 2.
+equivalent. Output files and directories are replaced only with --force, never written
+through a link, FIFO or device nor into a missing directory. Errors (a stdout that cannot
+be written too) are one line on stderr, exit status 2.
 """
 
 
@@ -96,8 +99,8 @@ def _version() -> str:
     return f"echo_sim {__version__}"
 
 
-def _print_json(data: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, default=_json_default) + "\n")
+def _json_text(data: dict[str, Any]) -> str:
+    return json.dumps(data, indent=2, default=_json_default) + "\n"
 
 
 def _json_default(o: Any) -> Any:
@@ -216,14 +219,47 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("echo_sim: interrupted\n")
         return 130
-    except BrokenPipeError:
-        return 0
     except OSError as e:  # an unexpected file error still gets one line, never a traceback
         where = f"{e.filename}: " if e.filename else ""
         _write(sys.stderr, f"echo_sim: error: {where}{e.strerror or e}")
         return 2
-    if opts.json:
-        _print_json(result.data)
+    return _print_result(result, as_json=opts.json)
+
+
+def _print_result(result: Any, *, as_json: bool) -> int:
+    """Print the command's result; stdout that cannot take it (a full disk, a closed
+    descriptor) is one line on stderr and exit status 2; a reader that went away (a broken
+    pipe) ends the command quietly, as ``| head`` users expect."""
+    if as_json:
+        text = _json_text(result.data)
     else:
-        _write(sys.stdout, result.text.rstrip("\n"))
+        text = safe_text(result.text.rstrip("\n"), keep_newlines=True) + "\n"
+    try:
+        if sys.stdout is None:  # started with descriptor 1 closed
+            raise OSError(errno.EBADF, "it is closed")
+        sys.stdout.write(text)
+        sys.stdout.flush()  # here, not at exit: a full disk fails on the flush
+    except BrokenPipeError:  # the reader went away (``| head``): as Unix tools, say nothing
+        _silence_stdout()
+        return 0
+    except (OSError, ValueError) as e:  # ValueError: a stream closed by the caller
+        _silence_stdout()
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        _write(sys.stderr, f"echo_sim: error: cannot write to stdout: {reason}")
+        return 2
     return 0
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's flush at exit does not fail again
+    (the SIGPIPE note of the ``signal`` module's documentation)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+    except OSError:
+        return
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # no descriptor (closed, or captured)
+        pass
+    finally:
+        os.close(devnull)

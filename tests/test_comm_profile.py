@@ -18,6 +18,7 @@ from echo_sim.cost.comm_profile import (
 )
 from echo_sim.cost.hardware import get_cluster
 from echo_sim.errors import ConfigError, ProfileError
+from echo_sim.trace.outfiles import OutputError
 
 DATA = Path(__file__).parent / "data" / "comm"
 
@@ -58,13 +59,14 @@ def test_round_trip_and_overwrite(tmp_path: Path) -> None:
     p = CommProfile(backend="nccl", device="cuda", host="h", world_size=4,
                     samples={("all_gather", 4): [(4096, 30.0), (1024, 20.0), (65536, 90.0)]})
     assert p.samples[("all_gather", 4)][0] == (1024, 20.0)  # sorted
+    (tmp_path / "sub").mkdir()
     out = save_comm_profile(p, tmp_path / "sub" / "c.json")
     q = load_comm_profile(out)
     assert q.samples == p.samples and q.fits.keys() == p.fits.keys()
     for key, (a, b) in p.fits.items():  # pytest >= 9.2: approx takes no nested dicts
         assert q.fits[key] == (pytest.approx(a), pytest.approx(b))
     assert q.source == str(out)
-    with pytest.raises(ConfigError, match="exists; pass --force"):
+    with pytest.raises(OutputError, match="exists"):
         save_comm_profile(p, out)
     save_comm_profile(p, out, overwrite=True)
     assert not list(out.parent.glob("*.tmp"))

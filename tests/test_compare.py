@@ -63,6 +63,7 @@ def test_errors_name_the_choices():
 def test_xlsx_round_trip(tmp_path):
     t = two_rank_trace()
     c = compare(t, t, ranks_a=[0], ranks_b=[1], label_a="r0", label_b="r1")
+    (tmp_path / "out").mkdir()
     p = write_xlsx(c, tmp_path / "out" / "cmp.xlsx")
     wb = pytest.importorskip("openpyxl").load_workbook(p)
     assert wb.sheetnames == ["operators", "summary"]

@@ -100,6 +100,9 @@ def test_rounding_keeps_nested_slices_nested():
 
 def test_write_chrome_atomic_gz_and_no_overwrite(tmp_path):
     evs = chrome_events(two_rank_trace())
+    with pytest.raises(EchoError, match="sub does not exist"):  # parents are never made
+        write_chrome(tmp_path / "sub" / "t.json.gz", evs)
+    (tmp_path / "sub").mkdir()
     p = write_chrome(tmp_path / "sub" / "t.json.gz", evs, other_data={"k": 1})
     with gzip.open(p) as f:
         doc = json.load(f)

@@ -224,6 +224,7 @@ def test_train_config_of_one_and_two_dimensional_layouts(gpt: Workload, tmp_path
                             "vocab": 8000}
     two_d = res.candidates[0].__class__(**{**res.candidates[0].__dict__,
                                            "layout": ParallelLayout(dp=2, tp=2, pp=1)})
+    (tmp_path / "x").mkdir()
     path = write_train_config(tmp_path / "x" / "best.json", two_d, global_batch=8)
     data = json.loads(path.read_text())
     assert data["train"] is None and "combines dp and tp" in data["train_note"]

@@ -153,13 +153,13 @@ XLSX_COLUMNS: tuple[tuple[str, str], ...] = (
 
 
 def write_xlsx(cmp: Comparison, path: str | Path) -> Path:
-    """An Excel workbook: sheet ``operators`` (one row per operator) and ``summary``."""
-    import xlsxwriter
+    """An Excel workbook: sheet ``operators`` (one row per operator) and ``summary``, written
+    where told (its directory must exist; the CLI writes through
+    :func:`echo_sim.commands.outputs.output_file`: atomic, link-safe)."""
+    from echo_sim.render.xlsx import workbook
 
     p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    wb = xlsxwriter.Workbook(str(p))
-    try:
+    with workbook(p) as wb:
         bold = wb.add_format({"bold": True})
         num = wb.add_format({"num_format": "0.000"})
         ws = wb.add_worksheet("operators")
@@ -194,6 +194,4 @@ def write_xlsx(cmp: Comparison, path: str | Path) -> Path:
             else:
                 sm.write_number(i, 1, float(v))
         sm.set_column(0, 1, 24)
-    finally:
-        wb.close()
     return p

@@ -72,10 +72,11 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *,
 
 
 def write_csv(path: str | Path, headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> Path:
-    """Write a CSV file (raw values, None as empty); raises EchoError if it cannot be written."""
+    """Write a CSV file (raw values, None as empty) where told: its directory must exist.
+    Raises EchoError if it cannot be written. The CLI writes through
+    :func:`echo_sim.commands.outputs.output_file` (atomic, link-safe)."""
     p = Path(path)
     try:
-        p.parent.mkdir(parents=True, exist_ok=True)
         with open(p, "w", newline="", encoding="utf-8") as f:
             w = csv.writer(f)
             w.writerow(headers)

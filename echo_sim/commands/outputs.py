@@ -5,10 +5,13 @@ to write it is one line naming that flag (``--csv out/: it is a directory``).
   images, GML) and replaces the target only when the writer succeeded
   (:func:`echo_sim.trace.outfiles.atomic_output`: link-safe, never over a device).
 * :func:`flag_errors` wraps a library call that writes by itself (``combine``, ``write_chrome``,
-  ``write_echo_dirs``) and renames its errors after the flag.
+  ``write_echo_dirs``, ``write_train_config``, ``save_comm_profile``) and renames its errors
+  after the flag.
+* :func:`check_output` / :func:`check_output_dir` refuse a path before the command's work.
 
-An existing file is replaced only with ``--force``; a directory, link, device, pipe or socket
-never is.
+All of them go through :mod:`echo_sim.trace.outfiles`: an existing file is replaced only with
+``--force``; a directory, link, device, pipe or socket never is; a missing parent directory
+is never created; a failed write leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from pathlib import Path
 
 from echo_sim.errors import ConfigError, EchoError
 from echo_sim.textsafe import safe_text
+from echo_sim.trace import outfiles
 from echo_sim.trace.outfiles import (
     OutputError,
     OutputProblem,
@@ -66,12 +70,7 @@ def check_output(flag: str, path: str | Path, *, force: bool) -> Path:
     """Refuse ``path`` before any work: an existing file without ``--force``, anything not a
     regular file, or a parent directory that does not exist (never created for a file)."""
     with flag_errors(flag, path):
-        p = check_output_path(path, overwrite=force)
-    parent = p.parent if str(p.parent) else Path(".")
-    if not parent.is_dir():
-        raise ConfigError(f"{flag} {safe_text(str(p))}: directory {safe_text(str(parent))} does "
-                        "not exist")
-    return p
+        return check_output_path(path, overwrite=force)
 
 
 @contextmanager
@@ -83,11 +82,7 @@ def output_file(flag: str, path: str | Path, *, force: bool) -> Iterator[Path]:
 
 
 def check_output_dir(flag: str, path: str | Path) -> Path:
-    """``path`` for an output directory: absent (it will be made) or a real directory."""
-    p = Path(path)
-    try:
-        if p.is_symlink() or (p.exists() and not p.is_dir()):
-            raise ConfigError(f"{flag} {safe_text(str(p))}: not a directory")
-    except OSError as e:
-        raise ConfigError(f"{flag} {safe_text(str(p))}: {os_reason(e)}") from e
-    return p
+    """``path`` for an output directory, before any work: absent in an existing directory
+    (it will be made) or a real directory, not a link to one."""
+    with flag_errors(flag, path):
+        return outfiles.check_output_dir(path)

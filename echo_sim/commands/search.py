@@ -5,10 +5,16 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from echo_sim.commands.checks import MAX_GLOBAL_BATCH, MAX_GPUS, int_in, parse_bytes_flag
+from echo_sim.commands.outputs import check_output, flag_errors
 from echo_sim.commands.spec import Command, Result, arg
 from echo_sim.errors import ConfigError
 
 __all__ = ["COMMAND", "render"]
+
+MAX_WORKERS = 1024  # local processes
+MAX_TOP = 100_000  # layouts ranked exactly (each one simulated)
+MAX_MEMORY_BYTES = 2**60
 
 DESCRIPTION = """\
 Search every valid parallel layout of the traced model on --gpus devices: dp x tp x pp =
@@ -72,27 +78,29 @@ def _workers(text: str | None) -> int | str | None:
         return None
     if text == "ray":
         return "ray"
-    if not text.isdigit() or int(text) < 1:
-        raise ConfigError(f"--workers {text!r}: give a number of processes >= 1 or 'ray'")
+    if not text.isdigit() or not 1 <= int(text) <= MAX_WORKERS:
+        raise ConfigError(f"--workers {text!r}: give a number of processes in "
+                          f"1..{MAX_WORKERS} or 'ray'")
     return int(text)
 
 
 def run(opts: Any) -> Result:
-    from echo_sim.cost.memory_model import parse_bytes
     from echo_sim.load import load_trace
     from echo_sim.search import SearchSpace, search, write_train_config
     from echo_sim.workload.ops import extract_workload
 
     if opts.gpus is None or opts.global_batch is None:
         raise ConfigError("search needs --gpus N and --global-batch N")
-    if opts.top < 1:
-        raise ConfigError(f"--top {opts.top} must be >= 1")
     space = SearchSpace(
         gpus=opts.gpus, global_batch=opts.global_batch, gpus_per_node=opts.gpus_per_node,
         cluster=opts.cluster,
-        memory_limit_bytes=parse_bytes(opts.memory_limit) if opts.memory_limit else None,
+        memory_limit_bytes=parse_bytes_flag("--memory-limit", opts.memory_limit,
+                                            max_bytes=MAX_MEMORY_BYTES)
+        if opts.memory_limit else None,
         dims=_space_dims(opts.space), comm_profile=opts.comm_profile,
         vary_gpus=opts.objective == "cost")
+    if opts.output:
+        check_output("--output", opts.output, force=opts.force)  # before the search
     workload = extract_workload(load_trace(opts.paths[0]))
     res = search(workload, space, objective=opts.objective, top=opts.top,
                  workers=_workers(opts.workers),
@@ -101,8 +109,10 @@ def run(opts: Any) -> Result:
     data["source"] = opts.paths[0]
     text = render(res, opts.top)
     if opts.output and res.best is not None:
-        path = write_train_config(opts.output, res.best, global_batch=space.global_batch,
-                                  model=workload.model, source=opts.paths[0])
+        with flag_errors("--output", opts.output):
+            path = write_train_config(opts.output, res.best, global_batch=space.global_batch,
+                                      model=workload.model, source=opts.paths[0],
+                                      overwrite=opts.force)
         data["output"] = str(path)
         text += f"\n\nwrote the best layout ({res.best.layout.label}) to {path}"
     return Result(text, data)
@@ -117,18 +127,20 @@ COMMAND = Command(
            "--cluster dgx-h100 --global-batch 1536 --memory-limit 80GB --top 10 "
            "--output best.json",
     args=(
-        arg("--gpus", type=int, default=None, help="devices to lay the job out on (required)"),
-        arg("--gpus-per-node", type=int, default=8,
+        arg("--gpus", type=int_in(1, MAX_GPUS), default=None,
+            help="devices to lay the job out on (required)"),
+        arg("--gpus-per-node", type=int_in(1, 1024), default=8,
             help="devices per node; tensor parallelism stays inside a node (default 8)"),
         arg("--cluster", default="dgx-h100",
             help="cluster preset: dgx-a100, dgx-h100, dgx-h200, dgx2-v100, cpu-gloo "
                  "(default dgx-h100)"),
-        arg("--global-batch", type=int, default=None,
+        arg("--global-batch", type=int_in(1, MAX_GLOBAL_BATCH), default=None,
             help="samples per iteration over all replicas (required)"),
         arg("--memory-limit", metavar="SIZE", default=None,
             help="device memory limit, e.g. 80GB (10^9) or 80GiB (2^30) "
                  "(default: the GPU's memory)"),
-        arg("--top", type=int, default=10, help="layouts to rank exactly and print (default 10)"),
+        arg("--top", type=int_in(1, MAX_TOP), default=10,
+            help="layouts to rank exactly and print (default 10)"),
         arg("--objective", choices=["time", "throughput", "cost"], default="time",
             help="rank by iteration time, throughput, or cost = GPU-seconds per sample "
                  "(cost also tries every divisor of --gpus as the world size; default time)"),
@@ -143,5 +155,6 @@ COMMAND = Command(
             help="measured collective profile (from profile-comm)"),
         arg("--output", "-o", metavar="FILE", default=None,
             help="write the best layout as a config for examples/train.py --config FILE"),
+        arg("--force", action="store_true", help="replace the --output file if it exists"),
     ),
 )

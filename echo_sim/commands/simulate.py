@@ -121,6 +121,8 @@ def run(opts: Any) -> Result:
         compute_factor=opts.compute_factor, data_parallel=opts.data_parallel,
         stage_split=opts.stage_split, mode=opts.mode,
         vocab_parallel=not opts.no_vocab_parallel)
+    if opts.output:
+        check_output_dir("--output", opts.output)  # before the work
     trace = load_trace(opts.paths[0])
     extra = tuple(load_trace(p) for p in opts.batch_trace or ())
     res = simulate(trace, config, batch_traces=extra, keep=bool(opts.output))
@@ -137,7 +139,6 @@ def run(opts: Any) -> Result:
             keep = set(ranks[:: max(1, len(ranks) // MAX_WRITTEN_RANKS)][:MAX_WRITTEN_RANKS])
             timeline = _subset(timeline, keep)
             note = f" (representative {len(keep)} of {len(ranks)} simulated ranks)"
-        check_output_dir("--output", opts.output)
         with flag_errors("--output", opts.output):
             dirs = write_echo_dirs(timeline, opts.output, overwrite=opts.force)
         data["output"] = [str(d) for d in dirs]
@@ -216,6 +217,6 @@ COMMAND = Command(
             help="simulate one rank per pipeline stage (default) or every rank"),
         arg("--output", "-o", metavar="DIR", default=None,
             help="write the simulated timeline as per-rank echo traces under DIR"),
-        arg("--force", action="store_true", help="overwrite files under --output"),
+        arg("--force", action="store_true", help="replace existing files under --output"),
     ),
 )

@@ -34,7 +34,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from echo_sim.errors import ConfigError, ProfileError, TraceFormatError, TraceNotFoundError
+from echo_sim.trace.outfiles import atomic_write
 
 __all__ = [
     "PROFILE_FORMAT",
@@ -275,23 +275,11 @@ def _count(raw: dict[str, Any], key: str, where: str) -> int:
 
 def save_comm_profile(profile: CommProfile, path: str | os.PathLike[str], *,
                       overwrite: bool = False) -> Path:
-    """Write ``profile`` as JSON atomically (temp file, fsync, rename); returns the path.
+    """Write ``profile`` as JSON atomically and link-safe; returns the path.
 
-    Refuses to replace an existing file unless ``overwrite`` (:class:`ConfigError`).
+    By :func:`~echo_sim.trace.outfiles.atomic_write`: raises
+    :class:`~echo_sim.trace.outfiles.OutputError` when the file exists and ``overwrite`` is
+    false, is not a regular file, its directory does not exist, or it cannot be written.
     """
-    p = Path(path)
-    if p.exists() and not overwrite:
-        raise ConfigError(f"{p} exists; pass --force (overwrite=True) to replace it")
-    p.parent.mkdir(parents=True, exist_ok=True)
-    data = json.dumps(profile.to_json(), indent=1)
-    fd, tmp = tempfile.mkstemp(prefix=p.name + ".", suffix=".tmp", dir=p.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(data + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, p)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return p
+    data = json.dumps(profile.to_json(), indent=1) + "\n"
+    return atomic_write(os.fspath(path), data.encode(), overwrite=overwrite)

@@ -2,16 +2,36 @@
 
 Used by ``statistic --xlsx`` (dPRO's ``--xlsx`` switch wrote the statistic table to Excel).
 Numbers stay numbers (3 decimals shown), None and NaN are blank cells.
+
+Workbooks are built in memory (:func:`workbook`) and written in one piece: xlsxwriter's own
+writer leaves its zip file open when the disk fills, and closing it again at exit prints a
+traceback; in memory it also writes no temporary files of its own.
 """
 
 from __future__ import annotations
 
+import io
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-__all__ = ["write_tables_xlsx"]
+__all__ = ["workbook", "write_tables_xlsx"]
+
+
+@contextmanager
+def workbook(path: str | Path) -> Iterator[Any]:
+    """An xlsxwriter ``Workbook`` to fill; written to ``path`` when the block ends normally
+    (the directory must exist; the CLI gives a temporary path of
+    :func:`echo_sim.commands.outputs.output_file`)."""
+    import xlsxwriter
+
+    buf = io.BytesIO()
+    wb = xlsxwriter.Workbook(buf, {"in_memory": True})
+    yield wb
+    wb.close()
+    Path(path).write_bytes(buf.getvalue())
 
 _MAX_SHEET_NAME = 31  # Excel's limit
 
@@ -19,11 +39,8 @@ _MAX_SHEET_NAME = 31  # Excel's limit
 def write_tables_xlsx(path: str | Path,
                       sheets: Mapping[str, tuple[Sequence[str], Sequence[Sequence[Any]]]]) -> Path:
     """Write ``{sheet: (headers, rows)}`` into ``path`` (.xlsx); returns the path."""
-    import xlsxwriter
-
     p = Path(path)
-    wb = xlsxwriter.Workbook(str(p))
-    try:
+    with workbook(p) as wb:
         bold = wb.add_format({"bold": True})
         num = wb.add_format({"num_format": "0.000"})
         for name, (headers, rows) in sheets.items():
@@ -37,8 +54,6 @@ def write_tables_xlsx(path: str | Path,
             width = max([12] + [len(str(r[0])) for r in list(rows)[:200] if r])
             ws.set_column(0, 0, min(width, 80))
             ws.set_column(1, max(len(headers) - 1, 1), 14)
-    finally:
-        wb.close()
     return p
 
 

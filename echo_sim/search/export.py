@@ -16,8 +16,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from echo_sim.errors import ConfigError
 from echo_sim.search.result import Candidate
+from echo_sim.trace.outfiles import atomic_write
 
 __all__ = ["FORMAT", "train_config", "train_flags", "write_train_config"]
 
@@ -74,13 +74,12 @@ def train_config(cand: Candidate, *, global_batch: int, model: dict[str, Any] | 
 
 
 def write_train_config(path: str | Path, cand: Candidate, *, global_batch: int,
-                       model: dict[str, Any] | None = None, source: str | None = None) -> Path:
-    """Write :func:`train_config` to ``path`` (parent created); returns the path."""
-    p = Path(path)
-    try:
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(json.dumps(train_config(cand, global_batch=global_batch, model=model,
-                                             source=source), indent=1) + "\n")
-    except OSError as e:
-        raise ConfigError(f"cannot write --output {path}: {e.strerror or e}") from None
-    return p
+                       model: dict[str, Any] | None = None, source: str | None = None,
+                       overwrite: bool = False) -> Path:
+    """Write :func:`train_config` to ``path``; returns the path.
+
+    Atomic and link-safe (:func:`~echo_sim.trace.outfiles.atomic_write`): raises
+    :class:`~echo_sim.trace.outfiles.OutputError` when ``path`` exists and ``overwrite`` is
+    false, is not a regular file, its directory does not exist, or it cannot be written."""
+    cfg = train_config(cand, global_batch=global_batch, model=model, source=source)
+    return atomic_write(path, (json.dumps(cfg, indent=1) + "\n").encode(), overwrite=overwrite)

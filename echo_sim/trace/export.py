@@ -28,17 +28,11 @@ import numpy as np
 import orjson
 
 from echo_sim.trace.model import CAT_NAMES, COLLECTIVES, Cat, RankInfo, Trace
-from echo_sim.trace.outfiles import (
-    OutputError,
-    OutputProblem,
-    atomic_write,
-    check_output_path,
-    os_reason,
-)
+from echo_sim.trace.outfiles import atomic_write, output_tree
 from echo_trace import contract
 
-__all__ = ["RUN_PID_STRIDE", "Track", "chrome_events", "make_dir", "side_by_side", "step_dags",
-           "write_chrome", "write_echo_dirs"]
+__all__ = ["RUN_PID_STRIDE", "Track", "chrome_events", "side_by_side", "step_dags", "write_chrome",
+           "write_echo_dirs"]
 
 FORMAT = "echo-trace/1"
 
@@ -285,11 +279,14 @@ RUN_PID_STRIDE = 1_000_000
 
 
 # ---------------------------------------------------------------------------- files
-def _atomic_write(path: Path, data: bytes, *, overwrite: bool) -> Path:
-    """``data`` (gzipped when the name ends ``.gz``) written by :func:`atomic_write`."""
-    if path.name.endswith(".gz"):
-        data = gzip_mod.compress(data, compresslevel=6)
-    return atomic_write(path, data, overwrite=overwrite, mkdir=True)
+def _encoded(name: str, data: bytes) -> bytes:
+    """``data`` gzipped when the file ``name`` ends ``.gz``."""
+    return gzip_mod.compress(data, compresslevel=6) if name.endswith(".gz") else data
+
+
+def _chrome_doc(events: list[dict], other_data: dict | None) -> bytes:
+    return _dumps({"traceEvents": events, "displayTimeUnit": "ms",
+                   "otherData": other_data or {}})
 
 
 def _dumps(obj: Any) -> bytes:
@@ -317,10 +314,12 @@ def write_chrome(path: str | Path, events: list[dict], *, other_data: dict | Non
 
     Gzipped when ``path`` ends ``.gz``; atomic and link-safe (:mod:`echo_sim.trace.outfiles`).
     Raises :class:`~echo_sim.trace.outfiles.OutputError` when ``path`` exists and
-    ``overwrite`` is false, or is not a regular file, or cannot be written.
+    ``overwrite`` is false, or is not a regular file, or its directory does not exist, or it
+    cannot be written.
     """
-    doc = {"traceEvents": events, "displayTimeUnit": "ms", "otherData": other_data or {}}
-    return _atomic_write(Path(path), _dumps(doc), overwrite=overwrite)
+    p = Path(path)
+    return atomic_write(p, _encoded(p.name, _chrome_doc(events, other_data)),
+                        overwrite=overwrite)
 
 
 # ---------------------------------------------------------------------------- dag.gml
@@ -399,48 +398,40 @@ def write_echo_dirs(trace: Trace, out_dir: str | Path, *, overwrite: bool = Fals
 
     Each holds ``trace.json`` (``.gz`` with ``gzip``), ``meta.json`` and ``dag.gml`` (the
     loader's graph from ``trace.dags``, else rebuilt by :func:`step_dags` for the rank's last
-    captured step). Raises :class:`~echo_sim.trace.outfiles.OutputError` before writing
-    anything if a file exists and ``overwrite`` is false (or is not a regular file).
+    captured step). Written by :func:`~echo_sim.trace.outfiles.output_tree`: ``out_dir`` is
+    made when absent (its parent must exist), a link planted as ``out_dir``, a rank directory
+    or a file is refused, and every file is put in place only once all are written. Raises
+    :class:`~echo_sim.trace.outfiles.OutputError` before writing anything if a file exists
+    and ``overwrite`` is false (or is not a regular file).
     """
     out = Path(out_dir)
     ranks = sorted(set(np.unique(trace.events.rank).tolist()) | set(trace.ranks))
     dirs = _rank_dirs(trace, ranks)
     trace_file = "trace.json.gz" if gzip else "trace.json"
-    for name in dirs.values():  # refuse before writing anything
-        for f in (trace_file, "meta.json", "dag.gml"):
-            check_output_path(out / name / f, overwrite=overwrite)
-    world_size = max(trace.world_size, len(ranks))
-    dags = _rebuilt_dags(trace, [r for r in ranks if r not in trace.dags])
-    counters: dict[int, list[dict]] = {}
-    for e in _counter_events(trace):
-        counters.setdefault(e["pid"], []).append(e)
-    written: list[Path] = []
-    for rank in ranks:
-        d = out / dirs[rank]
-        make_dir(d)
-        info = trace.ranks.get(rank, RankInfo(rank=rank, world_size=world_size))
-        rows = trace.rank_rows(rank)
-        events = chrome_events(trace, rows=rows)
-        events.extend(counters.get(rank, []))
-        write_chrome(d / trace_file, events, overwrite=True, other_data={
-            "format": FORMAT, "rank": rank, "world_size": world_size,
-            "echo_version": _echo_version()})
-        meta = _meta(trace, rank, info, dirs[rank], trace_file, int(rows.size), world_size)
-        _atomic_write(d / "meta.json", json.dumps(meta, indent=1, default=str).encode(),
-                      overwrite=True)
-        dag = trace.dags.get(rank, dags.get(rank, nx.DiGraph()))
-        text = "\n".join(nx.generate_gml(dag, stringizer=str)) + "\n"
-        _atomic_write(d / "dag.gml", text.encode(), overwrite=True)
-        written.append(d)
-    return written
-
-
-def make_dir(d: Path) -> None:
-    """Make the rank directory ``d`` (and its parents); an OSError becomes OutputError."""
-    try:
-        d.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise OutputError(d, os_reason(e), OutputProblem.OS) from e
+    with output_tree(out, overwrite=overwrite) as tree:
+        for name in dirs.values():  # refuse before any work
+            for f in (trace_file, "meta.json", "dag.gml"):
+                tree.check(f"{name}/{f}")
+        world_size = max(trace.world_size, len(ranks))
+        dags = _rebuilt_dags(trace, [r for r in ranks if r not in trace.dags])
+        counters: dict[int, list[dict]] = {}
+        for e in _counter_events(trace):
+            counters.setdefault(e["pid"], []).append(e)
+        for rank in ranks:
+            name = dirs[rank]
+            info = trace.ranks.get(rank, RankInfo(rank=rank, world_size=world_size))
+            rows = trace.rank_rows(rank)
+            events = chrome_events(trace, rows=rows)
+            events.extend(counters.get(rank, []))
+            doc = _chrome_doc(events, {"format": FORMAT, "rank": rank, "world_size": world_size,
+                                       "echo_version": _echo_version()})
+            tree.write(f"{name}/{trace_file}", _encoded(trace_file, doc))
+            meta = _meta(trace, rank, info, name, trace_file, int(rows.size), world_size)
+            tree.write(f"{name}/meta.json", json.dumps(meta, indent=1, default=str).encode())
+            dag = trace.dags.get(rank, dags.get(rank, nx.DiGraph()))
+            text = "\n".join(nx.generate_gml(dag, stringizer=str)) + "\n"
+            tree.write(f"{name}/dag.gml", text.encode())
+    return [out / dirs[rank] for rank in ranks]
 
 
 def _rebuilt_dags(trace: Trace, ranks: list[int]) -> dict[int, nx.DiGraph]:
