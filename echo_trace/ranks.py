@@ -33,12 +33,13 @@ JOB_ENV_VARS = ("TORCHELASTIC_RUN_ID", "SLURM_JOB_ID", "SLURM_STEP_ID", "PMIX_NA
                 "OMPI_MCA_orte_ess_jobid", "MASTER_ADDR", "MASTER_PORT")
 
 
-def job_token(environ: Mapping[str, str] | None = None) -> str:
+def job_token(environ: Mapping[str, str] | None = None) -> str | None:
     """A name every process of this job shares and a concurrent job does not (for the
     ``<TRACE_DIR>.conflict-<token>`` directory of a job that lost its ``TRACE_DIR`` to another:
     one per job, not one per process): Slurm's job and step ids, else the MPI job id, else
     torchrun's rendezvous id with the master's address and port (two jobs running at once
-    cannot share a master port), else this process's pid. Letters, digits, ``._-`` only."""
+    cannot share a master port); None when the launcher says none of these (a process group
+    made from an ``init_method`` URL, a single process). Letters, digits, ``._-`` only."""
     env = os.environ if environ is None else environ
 
     def get(name: str) -> str:
@@ -52,9 +53,9 @@ def job_token(environ: Mapping[str, str] | None = None) -> str:
     elif get("MASTER_PORT"):
         parts = ["job", get("TORCHELASTIC_RUN_ID"), get("MASTER_ADDR"), get("MASTER_PORT")]
     else:
-        return str(os.getpid())
+        return None
     token = re.sub(r"[^A-Za-z0-9_.-]+", "_", "-".join(p for p in parts if p))
-    return token[:80] or str(os.getpid())
+    return token[:80] or None
 
 
 @dataclass(frozen=True, kw_only=True)

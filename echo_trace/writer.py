@@ -243,7 +243,11 @@ def _dump_trace(chrome: list[dict[str, Any]], rest: dict[str, Any], yield_every:
 
 def _install(tmp: Path, dest: Path, *, overwrite: bool,
              conflict_tag: str | None = None) -> tuple[Path, bool]:
-    """Rename ``tmp`` to ``dest`` (see the module doc); ``(where, conflict)``."""
+    """Rename ``tmp`` to ``dest`` (see the module doc); ``(where, conflict)``. Without
+    ``overwrite``, a ``dest`` whose sibling rank directories hold another job's trace (its
+    ``conflict_tag`` differs) is left to that job: one run per ``TRACE_DIR``, never a mix."""
+    if conflict_tag and not overwrite and _foreign_sibling(dest, conflict_tag):
+        return _install_aside(tmp, dest, conflict_tag)
     try:
         os.rename(tmp, dest)  # a missing or empty dest is replaced atomically
         return dest, False
@@ -265,9 +269,39 @@ def _install(tmp: Path, dest: Path, *, overwrite: bool,
         else:
             shutil.rmtree(old, ignore_errors=True)
             return dest, False
-    # another run won the race: keep our files next to the trace root, never inside it
+    return _install_aside(tmp, dest, conflict_tag)
+
+
+def _foreign_sibling(dest: Path, job: str, *, sample: int = 8) -> bool:
+    """True when a sibling rank directory of ``dest`` (``<node>_<local>``) holds the trace
+    of another job (its meta.json names another ``job``); at most ``sample`` are read, so a
+    job of thousands of ranks on a shared filesystem pays a few reads per rank."""
+    import re
+
+    try:
+        names = [n for n in os.listdir(dest.parent)
+                 if re.fullmatch(r"\d+_\d+", n) and n != dest.name]
+    except OSError:
+        return False
+    for n in sorted(names)[:sample]:
+        try:
+            with open(dest.parent / n / "meta.json", "rb") as f:
+                other = json.loads(f.read(1 << 20)).get("job")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if other is not None and other != job:
+            return True
+    return False
+
+
+def _install_aside(tmp: Path, dest: Path, conflict_tag: str | None) -> tuple[Path, bool]:
+    """Another run has ``dest`` (or its siblings): keep our files next to the trace root,
+    never inside it, in ``<root>.conflict-<tag>/``."""
     root = dest.parent
-    alt_root = root.with_name(f"{root.name}.conflict-{conflict_tag or os.getpid()}")
+    tag = conflict_tag or str(os.getpid())
+    alt_root = root.with_name(f"{root.name}.conflict-{tag}")
+    if dir_is_nonempty(alt_root / dest.name):  # an earlier job with the same tag lost too
+        alt_root = root.with_name(f"{root.name}.conflict-{tag}-{os.getpid()}")
     alt_root.mkdir(mode=0o777, exist_ok=True)
     reason = refuse_reason(alt_root)
     if reason is not None:
@@ -297,8 +331,9 @@ def write_rank_dir(rank_dir: str | os.PathLike[str], *, events: list[dict[str, A
     the GIL regularly while building the trace (``pause``: what to call there instead of
     ``time.sleep(0)``, e.g. a :class:`~echo_trace.pacing.Pacer`). ``extra_files`` (name → bytes, or a
     function making them) are written after ``dag.gml``; one that fails is logged and left
-    out, like ``dag.gml``. ``conflict_tag`` names the fallback directory of a rank directory
-    another run filled meanwhile (default: the process id). Raises
+    out, like ``dag.gml``. ``conflict_tag`` names the job (written as meta.json's ``job``)
+    and the fallback directory of a rank directory another run filled meanwhile, or whose
+    siblings hold another job's trace (default: the process id). Raises
     ``OSError`` when the rank directory is refused or the trace cannot be written
     (nothing is left behind then).
     """
@@ -349,6 +384,8 @@ def write_rank_dir(rank_dir: str | os.PathLike[str], *, events: list[dict[str, A
             try:
                 meta_doc.update(format=FORMAT, trace_file=name, num_events=len(events),
                                 base_time_ns=int(base_time_ns))
+                if conflict_tag:
+                    meta_doc["job"] = conflict_tag
                 _create(tmp / "meta.json", dumps_json(meta_doc, indent=1))
                 written["meta"] = "meta.json"
             except Exception as e:  # noqa: BLE001

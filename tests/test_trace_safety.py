@@ -349,3 +349,26 @@ def test_second_writer_into_a_filled_rank_dir_keeps_its_files_aside(tmp_path):
     with pytest.raises(writer_mod.WriteConflict, match="symbolic link"):
         write_rank_dir(tmp_path / "u" / "0_0", events=[], meta={}, dag_gml=None)
     assert sorted(p.name for p in (tmp_path / "u").iterdir()) == ["0_0"]
+
+
+def test_a_job_never_mixes_its_ranks_with_another_jobs(tmp_path):
+    """Two 2-rank jobs into one TRACE_DIR, their ranks racing: whichever job installed a rank
+    first keeps the directory; every rank of the other job goes to one conflict directory."""
+    root = tmp_path / "t"
+    a0 = write_rank_dir(root / "0_0", events=[], meta={"rank": 0}, dag_gml=None,
+                        conflict_tag="job-a")
+    b1 = write_rank_dir(root / "0_1", events=[], meta={"rank": 1}, dag_gml=None,
+                        conflict_tag="job-b")  # its own rank directory is free, but not ...
+    b0 = write_rank_dir(root / "0_0", events=[], meta={"rank": 0}, dag_gml=None,
+                        conflict_tag="job-b")
+    a1 = write_rank_dir(root / "0_1", events=[], meta={"rank": 1}, dag_gml=None,
+                        conflict_tag="job-a")
+    assert (a0.conflict, a1.conflict, b0.conflict, b1.conflict) == (False, False, True, True)
+    assert sorted(os.listdir(root)) == ["0_0", "0_1"]
+    assert {json.loads((root / d / "meta.json").read_text())["job"] for d in ("0_0", "0_1")} \
+        == {"job-a"}
+    assert b0.rank_dir.parent == b1.rank_dir.parent == tmp_path / "t.conflict-job-b"
+    # a later job with the same name that loses again keeps its files apart as well
+    b0_again = write_rank_dir(root / "0_0", events=[], meta={"rank": 0}, dag_gml=None,
+                              conflict_tag="job-b")
+    assert b0_again.conflict and b0_again.rank_dir.parent.name.startswith("t.conflict-job-b-")
