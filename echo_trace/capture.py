@@ -37,13 +37,13 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
 
-from echo_trace.clock import ClockMap, CpuTimer, sync_clock
 from echo_trace.config import DEFAULT_MAX_EVENTS, CaptureConfig
-from echo_trace.memory import DEFAULT_INTERVAL_MS
 from echo_trace.meta import build_meta, echo_version
 from echo_trace.pacing import Pacer
 from echo_trace.ranks import RankInfo, detect_ranks, job_token
 from echo_trace.recorder import STEP_TID, Recorder
+from echo_trace.timing.clock import ClockMap, CpuTimer, sync_clock
+from echo_trace.timing.memory import DEFAULT_INTERVAL_MS
 from echo_trace.writer import YIELD_EVERY, dir_is_nonempty, refuse_reason, write_rank_dir
 
 __all__ = ["Capture", "capture", "current"]
@@ -208,7 +208,7 @@ class Capture:
 
     # ---------------------------------------------------------------- session
     def _start(self) -> None:
-        from echo_trace.optim import OptimizerTracer
+        from echo_trace.hooks.optim import OptimizerTracer
 
         if not self.autostart:
             _yield_to_explicit()
@@ -221,7 +221,7 @@ class Capture:
                                       on_step=self._on_optimizer_step,
                                       on_compute_start=self._compute_start)
         self._optim.install()
-        from echo_trace.watch import ScalerWatch
+        from echo_trace.hooks.watch import ScalerWatch
 
         self._watch = ScalerWatch(self.rec, on_skip=self._on_optimizer_step)
         self._watch.install()
@@ -304,8 +304,8 @@ class Capture:
             else:
                 self._timer = CpuTimer(rec)
             self._timer_name = self._timer.timer_name
-            from echo_trace.memory import MemorySampler
-            from echo_trace.modules import ModuleTracer
+            from echo_trace.hooks.modules import ModuleTracer
+            from echo_trace.timing.memory import MemorySampler
 
             self._comm = self._make_comm()  # before the tracer: model= may be a DDP
             if self._comm is not None:

@@ -80,7 +80,7 @@ def build_meta(*, config: Any, ranks: Any, clock: Any, modules: Any, rec: Any, c
         "depth": config.depth,
     }
     if modules is not None and modules.saved_per_call is not None:
-        # echo_trace.saved: autograd's saved tensors at the end of the window's first
+        # echo_trace.hooks.saved: autograd's saved tensors at the end of the window's first
         # forward; per traced call (in call order), the bytes of the saved tensors its
         # range made
         meta["saved_activations"] = {

@@ -25,7 +25,7 @@ from types import TracebackType
 from typing import Any
 
 import echo_trace
-from echo_trace.profile_meta import annotate_written, training_meta
+from echo_trace.profile.meta import annotate_written, training_meta
 
 __all__ = ["DeepSpeedTrace", "deepspeed_training_meta", "initialize_engine", "trace_engine"]
 

@@ -22,7 +22,7 @@ from typing import Any
 from transformers import TrainerCallback
 
 import echo_trace
-from echo_trace.profile_meta import annotate_written, training_meta
+from echo_trace.profile.meta import annotate_written, training_meta
 
 __all__ = ["EchoTraceCallback", "trainer_training_meta"]
 

@@ -18,7 +18,7 @@ import os
 from typing import Any
 
 import echo_trace
-from echo_trace.profile_meta import annotate_written, training_meta
+from echo_trace.profile.meta import annotate_written, training_meta
 
 try:
     import lightning.pytorch as pl

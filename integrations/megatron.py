@@ -28,8 +28,8 @@ from types import TracebackType
 from typing import Any
 
 import echo_trace
-from echo_trace.profile_meta import annotate_written, training_meta
-from echo_trace.profile_models import ModelBundle, ProfileError
+from echo_trace.profile.meta import annotate_written, training_meta
+from echo_trace.profile.models import ModelBundle, ProfileError
 
 __all__ = ["MegatronTrace", "build_gpt", "megatron_trace", "megatron_training_meta"]
 

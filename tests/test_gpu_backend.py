@@ -14,7 +14,7 @@ from torch import nn
 
 from echo_trace.gpu.attribute import Activity, attribute
 from echo_trace.gpu.backend import KinetoTimer, inputs_from_events, profiler_busy
-from echo_trace.modules import ModuleTracer
+from echo_trace.hooks.modules import ModuleTracer
 from echo_trace.recorder import STEP_TID, Recorder
 
 
@@ -290,7 +290,7 @@ def test_cuda_falls_back_to_cuda_events_under_the_users_profiler(tmp_path) -> No
     import json
 
     import echo_trace
-    from echo_trace.clock import CudaTimer
+    from echo_trace.timing.clock import CudaTimer
 
     model = Net().cuda()
     acts = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]

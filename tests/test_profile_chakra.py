@@ -14,7 +14,7 @@ from echo_trace.graph_mode import GraphSpec, write_graph_trace
 from echo_trace.graph_mode.chakra import encode_varint
 from echo_trace.graph_mode.ops import operator_graph
 from echo_trace.graph_mode.workload import group_ops
-from echo_trace.profile_models import ModelBundle
+from echo_trace.profile.models import ModelBundle
 
 
 def _mlp_bundle() -> ModelBundle:
@@ -131,7 +131,7 @@ def test_chakra_et_decodes_with_protobuf(tmp_path: Path) -> None:
 
 
 def test_graph_refuses_nonempty_dir(tmp_path: Path) -> None:
-    from echo_trace.profile_models import ProfileError
+    from echo_trace.profile.models import ProfileError
 
     write_graph_trace(_mlp_bundle(), GraphSpec(path=str(tmp_path)))
     with pytest.raises(ProfileError, match="--overwrite"):
@@ -165,7 +165,7 @@ def test_operator_graph_rejects_unknown_method() -> None:
 
 def test_hf_config_from_local_dir_and_overrides(tmp_path: Path) -> None:
     transformers = pytest.importorskip("transformers", reason="transformers is not installed")
-    from echo_trace.profile_models import ProfileError, hf_config, parse_overrides
+    from echo_trace.profile.models import ProfileError, hf_config, parse_overrides
 
     transformers.GPT2Config(n_layer=3, n_embd=48, n_head=3).save_pretrained(tmp_path)
     cfg = hf_config(str(tmp_path), overrides=parse_overrides("n_head=4,n_embd=64"), seq_len=4096)
@@ -177,7 +177,7 @@ def test_hf_config_from_local_dir_and_overrides(tmp_path: Path) -> None:
 
 
 def test_annotate_meta_fills_training_and_survives_missing_files(tmp_path: Path) -> None:
-    from echo_trace.profile_meta import annotate_meta, comm_summary, training_meta
+    from echo_trace.profile.meta import annotate_meta, comm_summary, training_meta
 
     t = training_meta(framework="x", micro_batch_size=4, gradient_accumulation_steps=2,
                       data_parallel_size=3)

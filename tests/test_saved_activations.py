@@ -1,4 +1,4 @@
-"""What autograd saves for backward: echo_trace.saved's graph walk against torch's own
+"""What autograd saves for backward: echo_trace.hooks.saved's graph walk against torch's own
 saved-tensor hooks, its attribution to traced calls, meta.json, and simulate's use of it."""
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ from echo_sim.cost.memory_model import activation_bytes
 from echo_sim.errors import TraceFormatError
 from echo_sim.load import load_trace
 from echo_sim.workload.ops import extract_workload
-from echo_trace.clock import CpuTimer
-from echo_trace.modules import ModuleTracer
+from echo_trace.hooks.modules import ModuleTracer
+from echo_trace.hooks.saved import attribute, storage_key, walk_saved
 from echo_trace.recorder import Recorder
-from echo_trace.saved import attribute, storage_key, walk_saved
+from echo_trace.timing.clock import CpuTimer
 from examples.models import GPT, GPTConfig
 
 
@@ -106,7 +106,7 @@ def test_attribution_to_the_call_that_made_each_storage() -> None:
 
 
 def test_attribute_gives_later_nodes_to_the_last_call() -> None:
-    from echo_trace.saved import SavedWalk
+    from echo_trace.hooks.saved import SavedWalk
 
     w = SavedWalk()
     w.first_seq = {1: 5, 2: 10, 3: 11, 4: 99}
@@ -117,7 +117,7 @@ def test_attribute_gives_later_nodes_to_the_last_call() -> None:
 
 def test_a_failing_walk_leaves_training_and_the_trace_alone(
         monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
-    import echo_trace.modules as mods
+    import echo_trace.hooks.modules as mods
 
     def boom(*_: Any, **__: Any) -> Any:
         raise RuntimeError("walk failed")

@@ -326,7 +326,7 @@ def test_trace_on_autostart_in_a_fresh_interpreter(tmp_path):
 # ------------------------------------------------------------------ two ranks
 def _clock_rank(rank, world_size, out_dir, block_rank, two_hosts=False):
     if two_hosts and rank == 1:  # pretend rank 1 runs elsewhere: its offset is measured
-        from echo_trace import clock as et_clock
+        from echo_trace.timing import clock as et_clock
 
         et_clock.socket.gethostname = lambda: "another-host"
     if rank == block_rank:  # this rank's directory is taken: its capture stays off

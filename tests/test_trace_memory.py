@@ -8,8 +8,8 @@ import time
 import psutil
 import pytest
 
-from echo_trace.memory import DEFAULT_INTERVAL_MS, MemorySampler, _StatmRss, nvml_index
 from echo_trace.recorder import Recorder
+from echo_trace.timing.memory import DEFAULT_INTERVAL_MS, MemorySampler, _StatmRss, nvml_index
 from tests.marks import needs_cuda, without_cuda
 
 

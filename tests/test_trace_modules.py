@@ -7,9 +7,9 @@ import torch
 from torch import nn
 from torch.nn.modules import module as nn_module
 
-from echo_trace.clock import CpuTimer
-from echo_trace.modules import ModuleTracer, _strip
+from echo_trace.hooks.modules import ModuleTracer, _strip
 from echo_trace.recorder import Recorder
+from echo_trace.timing.clock import CpuTimer
 
 
 def _tracer(**kw):

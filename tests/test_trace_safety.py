@@ -27,8 +27,8 @@ from torch import nn
 
 import echo_trace
 from echo_trace import writer as writer_mod
-from echo_trace.clock import ClockMap
 from echo_trace.config import CaptureConfig
+from echo_trace.timing.clock import ClockMap
 from echo_trace.writer import dumps_json, write_rank_dir
 from tests.harness import base_env
 from tests.marks import needs_root

@@ -12,10 +12,10 @@ import torch
 from torch import nn
 
 import echo_trace
-from echo_trace.clock import CpuTimer
 from echo_trace.config import CaptureConfig
-from echo_trace.modules import ModuleTracer
+from echo_trace.hooks.modules import ModuleTracer
 from echo_trace.recorder import Recorder
+from echo_trace.timing.clock import CpuTimer
 
 
 class TokenNet(nn.Module):

@@ -28,7 +28,7 @@ under ``data/h100-gpt12-fp32/`` from the shared reference recordings ``gpu-h100/
   development machine by the current echo_trace (``examples/train.py ... --steps 3
   --capture --trace-start 1 --trace-end 2``, 2 threads), whose ``meta.json`` holds
   ``saved_activations``: autograd's saved tensors at the end of the first forward
-  (:mod:`echo_trace.saved`). Activations are the same bytes on any device, so
+  (:mod:`echo_trace.hooks.saved`). Activations are the same bytes on any device, so
   ``simulate --gpu h100`` of this capture predicts the H100 run's memory; it checks the
   saved-activation model the older GPU capture lacks (its leaf-module ``out_bytes`` miss the
   attention core's tensors).

@@ -34,9 +34,9 @@ import networkx as nx
 import numpy as np
 
 from echo_sim.errors import TraceFormatError
-from echo_sim.load.discover import RankSource
 from echo_sim.load.gml import read_dag
 from echo_sim.load.jsonio import read_trace_events
+from echo_sim.load.sources import RankSource
 from echo_sim.textsafe import safe_text
 from echo_sim.trace.model import Cat, RankInfo, Trace, TraceBuilder
 from echo_sim.trace.steps import complete_steps

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import re
 import zlib
-from dataclasses import dataclass
 from pathlib import Path
 
 from echo_sim.errors import TraceFormatError, TraceNotFoundError
 from echo_sim.load.jsonio import GZIP_MAGIC
+from echo_sim.load.sources import RankSource
 from echo_sim.load.triosim import is_triosim_csv
 
 __all__ = ["FORMATS", "MAX_DEPTH", "RankSource", "discover", "sniff_format"]
@@ -40,18 +40,6 @@ _HELP = (
     "trace.csv (TrioSim), "
     f"up to {MAX_DEPTH} levels deep"
 )
-
-
-@dataclass(frozen=True)
-class RankSource:
-    """One rank's files. ``host`` groups ranks that share a clock (dPRO's host directory)."""
-
-    format: str
-    trace_file: Path
-    directory: Path | None = None
-    meta_file: Path | None = None
-    dag_file: Path | None = None
-    host: str = ""
 
 
 def _read_head(path: Path) -> bytes:

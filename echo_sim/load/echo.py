@@ -32,11 +32,11 @@ from typing import Any
 import numpy as np
 
 from echo_sim.errors import TraceFormatError
-from echo_sim.load.discover import RankSource
 from echo_sim.load.echo_columns import CAT_BY_LABEL, ColumnBuilder, Interner, RankTable, occurrences
 from echo_sim.load.echo_meta import base_ns, meta_steps, rank_info, read_meta
 from echo_sim.load.gml import LazyDags, check_dag, read_dag
 from echo_sim.load.jsonio import read_trace_event_chunks
+from echo_sim.load.sources import RankSource
 from echo_sim.trace.model import MAX_WORLD_SIZE, Cat, Counters, Events, RankInfo, Trace
 from echo_sim.trace.steps import complete_steps
 

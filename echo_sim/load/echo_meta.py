@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from echo_sim.errors import TraceFormatError
-from echo_sim.load.discover import RankSource
 from echo_sim.load.jsonio import read_json
+from echo_sim.load.sources import RankSource
 from echo_sim.textsafe import safe_text
 from echo_sim.trace.model import MAX_STEP, MAX_WORLD_SIZE, RankInfo
 

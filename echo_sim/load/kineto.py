@@ -38,7 +38,6 @@ import numpy as np
 
 from echo_sim.errors import TraceFormatError
 from echo_sim.load.byteprofile import comm_lanes
-from echo_sim.load.discover import RankSource
 from echo_sim.load.jsonio import read_trace_event_chunks
 from echo_sim.load.kineto_events import CPU_CATS as _CPU_CATS
 from echo_sim.load.kineto_events import GPU_CATS as _GPU_CATS
@@ -46,6 +45,7 @@ from echo_sim.load.kineto_events import KinetoEvent as _Ev
 from echo_sim.load.kineto_events import leaves as _leaves
 from echo_sim.load.kineto_events import parse_events as _parse
 from echo_sim.load.kineto_events import top_level as _top_level
+from echo_sim.load.sources import RankSource
 from echo_sim.textsafe import safe_text
 from echo_sim.trace.model import MAX_STEP, MAX_WORLD_SIZE, Cat, RankInfo, Trace, TraceBuilder
 from echo_sim.trace.steps import complete_steps

@@ -43,7 +43,7 @@ from echo_sim.load.files import read_regular_file
 from echo_sim.trace.model import MAX_WORLD_SIZE, Cat, RankInfo, Trace, TraceBuilder
 
 if TYPE_CHECKING:
-    from echo_sim.load.discover import RankSource
+    from echo_sim.load.sources import RankSource
 
 __all__ = [
     "DEFAULT_ELEMENT_BYTES",

@@ -2,20 +2,40 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from echo_sim.trace.model import Cat, RankInfo, Trace, TraceBuilder
 
-if TYPE_CHECKING:
-    from echo_sim.sim.simulate import SimResult
+__all__ = ["SimulatedRun", "timeline_trace"]
 
-__all__ = ["timeline_trace"]
+
+class SimulatedRun(Protocol):
+    """What :func:`timeline_trace` reads of a :class:`~echo_sim.sim.simulate.SimResult` (a
+    protocol, so that this module, which ``SimResult.to_trace`` imports, imports nothing of
+    ``simulate``: no import circle)."""
+
+    @property
+    def built(self) -> Any: ...
+    @property
+    def schedule(self) -> Any: ...
+    @property
+    def workload(self) -> Any: ...
+    @property
+    def cluster(self) -> Any: ...
+    @property
+    def gpus_per_node(self) -> int: ...
+    @property
+    def iteration_time_us(self) -> float: ...
+    @property
+    def micro_batch(self) -> int: ...
+    @property
+    def world_size(self) -> int: ...
 
 _CHANNEL_TID = {"compute": 0, "comm_tp": 100, "comm_dp": 101, "comm_ag": 102, "comm_rs": 103,
                 "comm_push": 104, "comm_pull": 105, "p2p": 106}
 
 
-def timeline_trace(res: SimResult) -> Trace:
+def timeline_trace(res: SimulatedRun) -> Trace:
     """The simulated timeline of ``res`` as a :class:`Trace` (see :meth:`SimResult.to_trace`)."""
     built, sched, wl = res.built, res.schedule, res.workload
     assert built is not None and sched is not None and wl is not None  # checked by caller

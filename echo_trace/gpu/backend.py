@@ -15,7 +15,7 @@ one onto the other (error: a few µs at most, far below a module's CPU range).
 Thread ids: a CPU op's ``device_resource_id()`` is its OS thread id, the same number as
 ``threading.get_native_id()`` of the thread that ran echo's hook.
 
-Falls back to :class:`~echo_trace.clock.CudaTimer` with one warning when a profiler is
+Falls back to :class:`~echo_trace.timing.clock.CudaTimer` with one warning when a profiler is
 already running in the process (the user's ``torch.profiler``): only one can be active.
 When the user starts one while echo's runs, echo's stops first (one warning) and that
 window keeps CPU times: the user's profiler never fails because of echo.
@@ -85,7 +85,7 @@ def kineto_unusable() -> str | None:
 def make_timer(rec: Recorder, *, root: str = "model", raw: bool = False) -> Any:
     """The GPU timer of a CUDA run: Kineto when it can run, else the CUDA-event timer (with
     one warning saying why). ``raw``: keep the profiler's events for ``kineto_raw.json.gz``."""
-    from echo_trace.clock import CudaTimer
+    from echo_trace.timing.clock import CudaTimer
 
     if profiler_busy():  # the user's torch.profiler is on
         log.warning("echo_trace: torch.profiler is already running; GPU times come from "
@@ -322,7 +322,7 @@ def resolve_window(records: list[tuple[Any, ...]], events: Iterable[Any], marks:
     replaced by their GPU-clock events, the GPU events appended, and ``STEP`` rows moved to
     the GPU clock (:func:`~echo_trace.gpu.attribute.gpu_step_spans`). ``marks`` is not
     changed. Returns the attribution and how many Comm events matched a c10d op."""
-    from echo_trace.modules import WRAPPER_TYPES
+    from echo_trace.hooks.modules import WRAPPER_TYPES
 
     inputs = read_events(events, unix_minus_perf_ns, pause=pause)
     marks = list(marks)

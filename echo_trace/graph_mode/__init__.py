@@ -74,7 +74,7 @@ def write_graph_trace(bundle: Any, spec: GraphSpec) -> GraphResult:
         trace_events,
         write_chakra_step,
     )
-    from echo_trace.profile_models import ProfileError
+    from echo_trace.profile.models import ProfileError
     from echo_trace.writer import dir_is_nonempty, write_rank_dir
 
     rank_dir = Path(spec.path) / "0_0"

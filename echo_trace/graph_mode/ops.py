@@ -171,7 +171,7 @@ class _LossModule:
     def make(model: Any, loss_fn: Callable[[Any], Any] | None) -> Any:
         import torch
 
-        from echo_trace.profile_models import loss_of
+        from echo_trace.profile.models import loss_of
 
         class LossOf(torch.nn.Module):
             def __init__(self) -> None:

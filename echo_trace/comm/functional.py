@@ -24,11 +24,11 @@ import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from echo_trace.comm_c10d import make_getter, param_index
-from echo_trace.comm_sizes import dtype_name, tensor_nbytes
+from echo_trace.comm.c10d import make_getter, param_index
+from echo_trace.comm.sizes import dtype_name, tensor_nbytes
+from echo_trace.comm.tracer import CommPath, CommTracer, register_path
 
 if TYPE_CHECKING:
-    from echo_trace.comm import CommTracer
     from echo_trace.recorder import CommToken
 
 __all__ = ["FUNCOL_SPECS", "install"]
@@ -236,3 +236,7 @@ def _wait_wrapper(
     wait_tensor.__wrapped__ = orig  # type: ignore[attr-defined]
     wait_tensor.__doc__ = getattr(orig, "__doc__", None)
     return wait_tensor
+
+
+# CommTracer.install installs every registered path (echo_trace/comm/__init__.py imports this)
+register_path(CommPath(name="functional", install=install))

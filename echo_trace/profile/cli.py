@@ -22,7 +22,7 @@ import subprocess
 import sys
 from collections.abc import Sequence
 
-from echo_trace.profile_models import ProfileError, build_model, parse_overrides
+from echo_trace.profile.models import ProfileError, build_model, parse_overrides
 
 __all__ = ["build_parser", "main"]
 
@@ -127,7 +127,7 @@ def _run_graph(opts: argparse.Namespace) -> int:
         # no weights needed: parameters live on the meta device (a 70B config fits anywhere)
         import torch
 
-        from echo_trace.profile_models import ModelBundle, to_device
+        from echo_trace.profile.models import ModelBundle, to_device
 
         with torch.device("meta"):
             built = build_model(opts.model, opts.model_source, batch_size=opts.batch_size,
@@ -155,7 +155,7 @@ def _run_graph(opts: argparse.Namespace) -> int:
 
 
 def _run_runtime(opts: argparse.Namespace) -> int:
-    from echo_trace.profile_runtime import RuntimeSpec, run_runtime
+    from echo_trace.profile.runtime import RuntimeSpec, run_runtime
 
     if opts.framework == "megatron":
         from integrations.megatron import build_gpt
@@ -200,6 +200,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"echo-trace profile: {e}", file=sys.stderr)
         return 2
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -19,10 +19,10 @@ import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from echo_trace.comm_sizes import dtype_name, tensor_nbytes
+from echo_trace.comm.sizes import dtype_name, tensor_nbytes
+from echo_trace.comm.tracer import CommPath, CommTracer, register_path
 
 if TYPE_CHECKING:
-    from echo_trace.comm import CommTracer
     from echo_trace.recorder import CommToken
 
 __all__ = ["COLLECTIVE_SPECS", "P2P_KINDS", "Getter", "install", "param_index"]
@@ -342,3 +342,7 @@ def _wait_wrapper(tracer: CommTracer, orig: Callable[..., Any]) -> Callable[...,
 
     wait.__doc__ = getattr(orig, "__doc__", None)
     return wait
+
+
+# CommTracer.install installs every registered path (echo_trace/comm/__init__.py imports this)
+register_path(CommPath(name="c10d", install=install))

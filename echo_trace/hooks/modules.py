@@ -36,9 +36,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from echo_trace.flops import LINEAR, flops_kind, forward_flops
+from echo_trace.hooks.flops import LINEAR, flops_kind, forward_flops
+from echo_trace.hooks.saved import attribute, storage_key, walk_saved
 from echo_trace.recorder import Recorder
-from echo_trace.saved import attribute, storage_key, walk_saved
 
 __all__ = ["WRAPPER_TYPES", "ModuleTracer", "forward_flops"]  # forward_flops: from flops
 
@@ -267,12 +267,12 @@ class ModuleTracer:
         self.tokens: int | None = None  # micro-batch × sequence when the input is token ids
         self._warned_no_grad = False
         self._warned_compiled = False
-        # bytes autograd saves for backward per traced call (echo_trace.saved): measured
+        # bytes autograd saves for backward per traced call (echo_trace.hooks.saved): measured
         # at the end of the window's first forward with autograd
         self._saved_pending = False
         self._saved_calls: list[tuple[str, int]] = []  # (path, last sequence number)
         #: ``[[module path, saved bytes], ...]`` per traced call of that forward
-        #: (echo_trace.saved.attribute), or None
+        #: (echo_trace.hooks.saved.attribute), or None
         self.saved_per_call: list[list[Any]] | None = None
         self.saved_total_bytes: int | None = None
         self._warned_saved = False
@@ -596,7 +596,7 @@ class ModuleTracer:
             self._saved_calls.append((path, int(max(seqs))))
 
     def _measure_saved(self, output: Any) -> None:
-        """End of a root forward: measure what autograd saved (echo_trace.saved), once."""
+        """End of a root forward: measure what autograd saved (echo_trace.hooks.saved), once."""
         calls, self._saved_calls = self._saved_calls, []
         if not calls or not torch.is_grad_enabled():
             return  # a forward without autograd: wait for one with it

@@ -1,8 +1,7 @@
 """Byte counts and dtype names of communicated tensors (the ``bytes`` / ``dtype`` args).
 
-Shared by :mod:`echo_trace.comm` and the per-path modules (``comm_c10d``, ``comm_ddp``,
-``comm_functional``); it imports none of them, so those import it rather than
-:mod:`echo_trace.comm` (which imports them): no import cycle.
+Shared by the tracer (:mod:`echo_trace.comm.tracer`) and the three paths (:mod:`.c10d`,
+:mod:`.ddp`, :mod:`.functional`); it imports none of them.
 """
 
 from __future__ import annotations

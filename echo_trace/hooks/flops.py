@@ -1,6 +1,6 @@
 """Forward FLOPs of the module types whose cost is known from their shapes.
 
-Used by :class:`~echo_trace.modules.ModuleTracer` for the ``flops`` arg of ``FW`` events.
+Used by :class:`~echo_trace.hooks.modules.ModuleTracer` for the ``flops`` arg of ``FW`` events.
 """
 
 from __future__ import annotations

@@ -24,12 +24,10 @@ backward is allowed). So:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from echo_trace.comm_sizes import dtype_name, tensor_nbytes
-
-if TYPE_CHECKING:
-    from echo_trace.comm import CommTracer
+from echo_trace.comm.sizes import dtype_name, tensor_nbytes
+from echo_trace.comm.tracer import CommPath, CommTracer, register_path
 
 __all__ = ["HOOK_ATTR", "DDPHookState", "attach", "install"]
 
@@ -186,3 +184,7 @@ def install(tracer: CommTracer) -> None:
         return __init__
 
     tracer.patch(DistributedDataParallel, "__init__", make)
+
+
+# CommTracer.install installs every registered path (echo_trace/comm/__init__.py imports this)
+register_path(CommPath(name="ddp", install=install, attach=attach))

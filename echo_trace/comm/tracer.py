@@ -1,16 +1,23 @@
 """Communication capture: every collective and point-to-point op as a ``Comm.*`` slice.
 
-:class:`CommTracer` covers the three paths a PyTorch job communicates through:
+:class:`CommTracer` covers the three paths a PyTorch job communicates through, one module
+each in this package:
 
-1. Python ``torch.distributed`` collectives and point-to-point ops (``comm_c10d``): the
+1. Python ``torch.distributed`` collectives and point-to-point ops (:mod:`.c10d`): the
    functions are replaced on ``torch.distributed`` and ``torch.distributed.distributed_c10d``
    while installed. FSDP2 (``fully_shard``) calls ``dist.all_gather_single`` /
    ``dist.reduce_scatter_single`` and is captured here (``path: "c10d"``).
-2. DDP gradient buckets (``comm_ddp``): a comm hook doing what DDP's default does, recording
+2. DDP gradient buckets (:mod:`.ddp`): a comm hook doing what DDP's default does, recording
    bucket index, bytes and parameter names (``path: "ddp"``).
-3. Functional collectives (``comm_functional``): DTensor tensor parallel calls the Python
+3. Functional collectives (:mod:`.functional`): DTensor tensor parallel calls the Python
    ``torch.distributed._functional_collectives`` functions; they are replaced while
    installed and complete at ``wait_tensor`` (``path: "functional"``).
+
+The tracer imports none of them: each path module adds a :class:`CommPath` (its
+``install(tracer)``, and for DDP ``attach(tracer, module)``) to this module's registry with
+:func:`register_path` when it is imported, and ``echo_trace/comm/__init__.py`` imports the
+three. Paths depend on the tracer, never the reverse: no import cycle. The paths patch
+disjoint functions, so the order they install in does not matter.
 
 Every wrapper calls the user's function exactly once with the same arguments and returns
 its result unchanged; bookkeeping runs under ``Recorder.guard`` (on the per-call paths an
@@ -30,14 +37,50 @@ import logging
 import threading
 import weakref
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from echo_trace.comm_sizes import dtype_name, tensor_nbytes
+from echo_trace.comm.sizes import dtype_name, tensor_nbytes
 from echo_trace.recorder import CommToken, Recorder
 
-__all__ = ["CommTracer", "dtype_name", "tensor_nbytes"]  # the two helpers: from comm_sizes
+__all__ = [  # the two helpers come from echo_trace.comm.sizes
+    "CommPath",
+    "CommTracer",
+    "dtype_name",
+    "register_path",
+    "registered_paths",
+    "tensor_nbytes",
+]
 
 log = logging.getLogger("echo_trace")
+
+
+@dataclass(frozen=True, kw_only=True)
+class CommPath:
+    """One way a job communicates, as the tracer sees it.
+
+    ``install(tracer)`` patches the path's entry points through :meth:`CommTracer.patch`
+    (undone by :meth:`CommTracer.remove`); ``attach(tracer, module)``, where the path needs
+    one, instruments one already-built module (DDP's comm hook).
+    """
+
+    name: str
+    install: Callable[[CommTracer], None]
+    attach: Callable[[CommTracer, Any], None] | None = None
+
+
+_PATHS: dict[str, CommPath] = {}  # name -> path, in registration order
+
+
+def register_path(path: CommPath) -> None:
+    """Add ``path`` to what :meth:`CommTracer.install` installs; a path registered again
+    under the same name (a reloaded module) replaces the earlier one."""
+    _PATHS[path.name] = path
+
+
+def registered_paths() -> tuple[CommPath, ...]:
+    """The registered paths, in registration order."""
+    return tuple(_PATHS.values())
 
 
 class CommTracer:
@@ -77,12 +120,9 @@ class CommTracer:
 
             if not dist.is_available():
                 return
-            from echo_trace import comm_c10d, comm_ddp, comm_functional
-
             self.installed = True
-            comm_c10d.install(self)
-            comm_functional.install(self)
-            comm_ddp.install(self)
+            for path in registered_paths():
+                path.install(self)
             done = True
         if not done:  # install itself failed: leave nothing half-patched
             self.remove()
@@ -110,11 +150,12 @@ class CommTracer:
             self.end(tok)
 
     def attach_ddp(self, ddp_module: Any) -> None:
-        """Register the bucket-recording comm hook on ``ddp_module`` (once per module)."""
+        """Register the bucket-recording comm hook on ``ddp_module`` (once per module): the
+        ``attach`` of every registered path that has one (the DDP path's)."""
         with self.rec.guard("comm attach_ddp"):
-            from echo_trace import comm_ddp
-
-            comm_ddp.attach(self, ddp_module)
+            for path in registered_paths():
+                if path.attach is not None:
+                    path.attach(self, ddp_module)
 
     def meta(self) -> dict[str, Any]:
         """``{"buckets": [{"index", "bytes", "params"}, ...]}`` as seen while recording."""

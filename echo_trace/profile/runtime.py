@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from echo_trace.profile_meta import annotate_meta, comm_summary, training_meta
-from echo_trace.profile_models import ModelBundle, call_model, loss_of, to_device
+from echo_trace.profile.meta import annotate_meta, comm_summary, training_meta
+from echo_trace.profile.models import ModelBundle, call_model, loss_of, to_device
 
 __all__ = ["RunResult", "RuntimeSpec", "run_runtime"]
 

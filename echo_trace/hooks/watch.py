@@ -6,7 +6,7 @@ step. :class:`ScalerWatch` wraps ``GradScaler._maybe_opt_step`` (the call that d
 the whole capture session: a skipped step still counts (``on_skip(optimizer)``), its STEP
 event gets ``grad_scaler_skipped: true``, and one warning says so. The decision reads the
 ``found_inf`` values GradScaler itself just read with ``.item()``: no extra GPU sync.
-The other two blind spots are reported by :class:`~echo_trace.modules.ModuleTracer`
+The other two blind spots are reported by :class:`~echo_trace.hooks.modules.ModuleTracer`
 (a ``torch.compile``'d model; eval / no_grad forwards inside the window).
 """
 
