@@ -28,7 +28,8 @@ DEFAULT_MAX_EVENTS = 2_000_000
 ENV_VARS: dict[str, str] = {
     "TRACE_ON": "1 (or true/yes/on, any case) turns capture on in every process that imports "
                 "torch (default: off)",
-    "TRACE_START_STEP": "first step recorded; earlier steps are warm-up (default: 2)",
+    "TRACE_START_STEP": "first step recorded; earlier steps are warm-up (default: 2, or 0 when "
+                        "TRACE_END_STEP alone is 1 or 2)",
     "TRACE_END_STEP": "first step NOT recorded; files are written when it begins "
                       "(default: TRACE_START_STEP + 3)",
     "TRACE_DIR": "root of the output, one <node_rank>_<local_rank>/ per process (default: ./traces)",
@@ -154,7 +155,9 @@ class CaptureConfig:
         """
         env = os.environ if environ is None else environ
         start = env_int(env, "TRACE_START_STEP")
-        start = 2 if start is None else start
+        end = env_int(env, "TRACE_END_STEP")
+        if start is None:  # TRACE_END_STEP alone at or below the default start: from step 0
+            start = 2 if end is None or end > 2 else 0
         depth = env_int(env, "TRACE_DEPTH")
         interval = _env_float(env, "TRACE_MEMORY_INTERVAL_MS")
         if interval is not None and interval < 0:
@@ -164,7 +167,7 @@ class CaptureConfig:
         return cls(
             out_dir=env.get("TRACE_DIR", "").strip() or "traces",
             start_step=start,
-            end_step=env_int(env, "TRACE_END_STEP"),
+            end_step=end,
             gzip=env_flag(env.get("TRACE_GZIP"), "TRACE_GZIP"),
             depth=depth,
             memory_interval_ms=50.0 if interval is None else interval,

@@ -475,3 +475,15 @@ def test_memory_budget_refuses_a_read_that_cannot_fit(tmp_path: Path, monkeypatc
     with pytest.raises(TraceFormatError, match=r"x.json: reading its 9 B needs about 9 B of "
                                                r"memory, more than the 4 B available"):
         read_regular_file(p)
+
+
+def test_a_short_truncated_trace_says_truncated_json_not_unknown_format(tmp_path: Path) -> None:
+    body = (Path(__file__).parent / "data" / "load" / "echo_2rank" / "0_0" /
+            "trace.json").read_bytes()
+    f = tmp_path / "trace.json"
+    f.write_bytes(body[:300])
+    with pytest.raises(TraceFormatError, match=r"trace.json: truncated JSON at byte 300"):
+        load_trace(f)
+    f.write_bytes(b'{"traceEvents": [1,, 2]}')
+    with pytest.raises(TraceFormatError, match=r"not valid JSON at byte 19"):
+        load_trace(f)

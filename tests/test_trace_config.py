@@ -95,3 +95,14 @@ def test_import_reads_no_env_imports_no_torch_registers_nothing():
     out = run_python(["-c", code], env={"TRACE_ON": "1", "RANK": "0"}, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+def test_trace_end_step_alone_below_the_default_start_records_from_step_0() -> None:
+    cfg = CaptureConfig.from_env({"TRACE_ON": "1", "TRACE_END_STEP": "2"})
+    assert (cfg.start_step, cfg.end_step) == (0, 2)
+    cfg = CaptureConfig.from_env({"TRACE_END_STEP": "1"})
+    assert (cfg.start_step, cfg.end_step) == (0, 1)
+    cfg = CaptureConfig.from_env({"TRACE_END_STEP": "6"})  # above it: the default start
+    assert (cfg.start_step, cfg.end_step) == (2, 6)
+    with pytest.raises(ValueError, match="end_step=2"):  # both given: still checked
+        CaptureConfig.from_env({"TRACE_START_STEP": "2", "TRACE_END_STEP": "2"})

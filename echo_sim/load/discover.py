@@ -70,6 +70,24 @@ def sniff_format(head: bytes, *, has_meta: bool = False) -> str | None:
     return None
 
 
+def _json_problem(head: bytes) -> str | None:
+    """Why a small file (read whole by :func:`_read_head`) is not JSON: ``truncated JSON at
+    byte N`` or ``not valid JSON at byte N``; None when it parses, or is too big to tell."""
+    if len(head) >= _HEAD_BYTES or head.lstrip()[:1] not in (b"{", b"["):
+        return None
+    import json
+
+    text = head.decode("utf-8", errors="replace")
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as e:
+        if e.pos >= len(text.rstrip()) or e.msg.startswith("Unterminated string"):
+            return f"truncated JSON at byte {len(head)} (the file ends there: cut short?)"
+        at = len(text[:e.pos].encode("utf-8", errors="replace"))
+        return f"not valid JSON at byte {at} ({e.msg})"
+    return None
+
+
 def _natural_key(p: Path) -> list[object]:
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(p))]
 
@@ -131,10 +149,10 @@ def _file_source(f: Path) -> RankSource:
     fmt = ("echo" if f.name in _ECHO_TRACE and meta.is_file()
            else sniff_format(_read_head(f)))
     if fmt is None:
-        raise TraceFormatError(
+        why = _json_problem(_read_head(f))
+        raise TraceFormatError(f"{f}: {why}" if why else (
             f"{f}: unknown trace format (valid: echo trace.json, ByteProfile/dPRO Chrome "
-            "trace with FW./BW./Comm. events, PyTorch profiler JSON)"
-        )
+            "trace with FW./BW./Comm. events, PyTorch profiler JSON)"))
     if fmt == "kineto":
         return RankSource("kineto", f, None, None, None, "")
     return RankSource(fmt, f, d, meta if meta.is_file() and fmt == "echo" else None,
