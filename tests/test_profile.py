@@ -181,3 +181,22 @@ def test_graph_mode_full_size_llama_on_meta_device(tmp_path: Path) -> None:
     assert float(ev.flops[fw].sum()) == 2 * per_layer + 2 * b * s * h * v
     meta = json.loads((tmp_path / "0_0" / "meta.json").read_text())
     assert meta["param_bytes"] > 2 * 4 * h * h * 2  # the real parameter table, not allocated
+
+
+def test_the_echo_tracers_own_spellings_are_accepted() -> None:
+    """Echo's tracing_run.sh spellings (its README's flag table) parse to echo's options."""
+    from echo_trace.profile.cli import build_parser
+
+    a = build_parser().parse_args(
+        ["--framework", "PyTorch", "--model", "gpt2", "--model_source", "huggingface",
+         "--batchsize", "32", "--num_repeats", "5", "--mode", "graph_profiling",
+         "--path", "output/pytorch/workload_graph"])
+    assert (a.framework, a.model_source, a.batch_size, a.num_repeats, a.mode, a.path) == (
+        "pytorch", "huggingface", 32, 5, "graph", "output/pytorch/workload_graph")
+    b = build_parser().parse_args(["--framework", "Megatron-LM", "--model", "gpt2",
+                                   "--mode", "runtime_profiling"])
+    assert (b.framework, b.mode) == ("megatron", "runtime")
+    assert build_parser().parse_args(["--framework", "DeepSpeed", "--model", "m"]).framework \
+        == "deepspeed"
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--framework", "jax", "--model", "m"])

@@ -29,30 +29,47 @@ __all__ = ["build_parser", "main"]
 FRAMEWORKS = ("pytorch", "huggingface", "deepspeed", "megatron")
 
 
+def _framework(value: str) -> str:
+    """``--framework``, in echo's spelling or the Echo tracer's (``PyTorch``,
+    ``DeepSpeed``, ``Megatron-LM``)."""
+    v = value.strip().lower()
+    return {"megatron-lm": "megatron", "megatron_lm": "megatron"}.get(v, v)
+
+
+def _mode(value: str) -> str:
+    """``--mode``, in echo's spelling or the Echo tracer's (``runtime_profiling``,
+    ``graph_profiling``)."""
+    return value.strip().lower().removesuffix("_profiling")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="echo-trace profile",
         description="Trace a model by name: a few training steps (runtime) or its operator "
                     "graph (graph), written as an echo trace that echo_sim reads.")
-    p.add_argument("--framework", choices=FRAMEWORKS, default="pytorch",
-                   help="training stack (default pytorch)")
+    p.add_argument("--framework", type=_framework, choices=FRAMEWORKS, default="pytorch",
+                   help="training stack (default pytorch; the Echo tracer's PyTorch, "
+                        "DeepSpeed, Megatron-LM spellings too)")
     p.add_argument("--model", required=True,
                    help="transformers model type or local config dir (--model-source "
                         "huggingface), or MODULE:CALLABLE (--model-source local)")
-    p.add_argument("--model-source", choices=("local", "huggingface"), default=None,
+    p.add_argument("--model-source", "--model_source", choices=("local", "huggingface"),
+                   default=None,
                    help="where --model comes from (default: huggingface for --framework "
                         "huggingface/megatron, else local)")
-    p.add_argument("--batch-size", type=int, default=2, help="micro-batch size (default 2)")
+    p.add_argument("--batch-size", "--batchsize", "--batch_size", type=int, default=2,
+                   help="micro-batch size (default 2)")
     p.add_argument("--seq-len", type=int, default=64, help="sequence length (default 64)")
-    p.add_argument("--num-repeats", type=int, default=3,
+    p.add_argument("--num-repeats", "--num_repeats", type=int, default=3,
                    help="captured steps (runtime) or steps written (graph) (default 3)")
     p.add_argument("--warmup", type=int, default=2, help="untraced warm-up steps (default 2)")
     p.add_argument("--steps", type=int, default=None,
                    help="total training steps (default warmup + num-repeats; extra steps run "
                         "untraced after the captured ones)")
     p.add_argument("--path", default="traces", help="output directory (default ./traces)")
-    p.add_argument("--mode", choices=("runtime", "graph"), default="runtime",
-                   help="runtime: train and capture; graph: operator graph, no training")
+    p.add_argument("--mode", type=_mode, choices=("runtime", "graph"), default="runtime",
+                   help="runtime: train and capture; graph: operator graph, no training "
+                        "(the Echo tracer's runtime_profiling / graph_profiling too)")
     p.add_argument("--nproc", type=int, default=1,
                    help="runtime: processes to launch with torchrun; graph: data-parallel "
                         "ranks in the Chakra export (default 1)")
