@@ -13,9 +13,12 @@ step 2: STEP [100,220] FW.a [100,130] 6   FW.b [130,150] -   BW.b [150,170] 10
         BW.a [170,200] 15   Comm.bucket0 [180,210] 24   UPDATE.SGD [205,215] 5
 
 Busy rule, step 1 / 2: FW 15 / 26, BW 20 / 25, UPDATE 4 / 5, Comm 30 / 24,
-compute 39 / 56, idle = step − compute = 61 / 64.
+compute 39 / 56. Parts of the step (statistic; they add up to it): FW alone 15 / 26, BW
+alone 20 − 12 / 25 − 8, UPDATE alone 4 − 1.5 / 5 − 2, Comm overlapped 13.5 / 10, exposed
+16.5 / 14, idle 44.5 / 50.
 Union rule (no busy_us, rank 1 of the two-rank run): FW 40 / 50, BW 40 / 50, UPDATE 10 / 10,
-Comm 40 / 30, compute 90 / 110, idle 10 / 10.
+Comm 40 / 30, compute 90 / 110. Parts: FW 40 / 50, BW 10 / 30, UPDATE 5 / 5, Comm
+overlapped 35 / 25, exposed 5 / 5, idle 5 / 5.
 
 Overlap (collect), busy: ∫ compute(t)·comm(t) dt with comm at 30/40 = 0.75 (step 1) and
 24/30 = 0.8 (step 2): step 1 = 10·0.4·0.75 + 20·0.6·0.75 + 5·0.4·0.75 = 13.5 (exposed 16.5);
@@ -191,35 +194,33 @@ def test_export_and_combine_round_trips_keep_busy(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------- statistic
 def test_statistic_categories_are_busy_sums(busy_run: Path) -> None:
     s = statistic(load_trace(busy_run))
-    cats = {c.category: c for c in s.categories}
+    cats = {c.category: c.total_us for c in s.categories}
     assert s.step_time_us == 220.0  # iteration time: STEP end − start, busy or not
-    assert cats["FW"].total_us == 5 + 10 + 6 + 20
-    assert cats["BW"].total_us == 8 + 12 + 10 + 15
-    assert cats["UPDATE"].total_us == 4 + 5
-    assert cats["Comm"].total_us == 30 + 24
-    assert cats["idle"].total_us == (100 - 39) + (120 - 56)
-    assert cats["FW"].per_step_us == 20.5
-    assert cats["idle"].share == pytest.approx(125 / 220)
+    assert cats == pytest.approx({"FW": 15 + 26, "BW": 8 + 17, "UPDATE": 2.5 + 3, "other": 0,
+                                  "Comm_overlapped": 13.5 + 10, "Comm_exposed": 16.5 + 14,
+                                  "idle": 44.5 + 50})
+    assert sum(cats.values()) == pytest.approx(220.0)
+    assert sum(c.share for c in s.categories) == pytest.approx(1.0)
     (r0,) = s.ranks
-    assert (r0.fw_us, r0.bw_us, r0.update_us, r0.comm_us, r0.idle_us) == (
-        20.5, 22.5, 4.5, 27.0, 62.5)
+    assert (r0.fw_us, r0.bw_us, r0.update_us, r0.comm_us, r0.idle_us) == pytest.approx(
+        (20.5, 12.5, 2.75, 27.0, 47.25))
     # the operator table keeps durations
     fa = next(o for o in s.ops if o.name == "FW.a")
     assert (fa.count, fa.total_us, fa.mean_us) == (2, 50.0, 25.0)
 
 
 def test_statistic_without_busy_is_the_union(plain_run: Path) -> None:
-    assert _cats(plain_run) == {"FW": 90.0, "BW": 90.0, "Comm": 70.0, "UPDATE": 20.0,
-                                "idle": 20.0}
+    assert _cats(plain_run) == {"FW": 90.0, "BW": 40.0, "UPDATE": 10.0, "other": 0.0,
+                                "Comm_overlapped": 60.0, "Comm_exposed": 10.0, "idle": 10.0}
 
 
 def test_per_rank_busy_and_plain_in_one_run(tmp_path: Path) -> None:
     write_rank(tmp_path / "run", 0, 2, with_busy=True)
     write_rank(tmp_path / "run", 1, 2, with_busy=False)
     r0, r1 = statistic(load_trace(tmp_path / "run")).ranks
-    assert (r0.fw_us, r0.bw_us, r0.idle_us) == (20.5, 22.5, 62.5)
-    assert (r1.fw_us, r1.bw_us, r1.comm_us, r1.update_us, r1.idle_us) == (
-        45.0, 45.0, 35.0, 10.0, 10.0)
+    assert (r0.fw_us, r0.bw_us, r0.idle_us) == pytest.approx((20.5, 12.5, 47.25))
+    assert (r1.fw_us, r1.bw_us, r1.comm_us, r1.comm_overlapped_us, r1.comm_exposed_us,
+            r1.update_us, r1.idle_us) == (45.0, 20.0, 35.0, 30.0, 5.0, 5.0, 5.0)
 
 
 def test_covered_us_density() -> None:
@@ -279,8 +280,9 @@ def test_statistic_and_collect_json_show_busy_figures(capsys: Any, busy_run: Pat
     d = json.loads(out)
     cats = d["categories"]
     assert (cats["FW"]["total_us"], cats["BW"]["total_us"], cats["UPDATE"]["total_us"],
-            cats["Comm"]["total_us"], cats["idle"]["total_us"]) == (41.0, 45.0, 9.0, 54.0,
-                                                                    125.0)
+            cats["Comm_overlapped"]["total_us"], cats["Comm_exposed"]["total_us"],
+            cats["idle"]["total_us"]) == pytest.approx((41.0, 25.0, 5.5, 23.5, 30.5, 94.5))
+    assert sum(c["share"] for c in cats.values()) == pytest.approx(1.0)
     assert d["step_time_us"] == 220.0
     code, out, _ = run(capsys, "collect", busy_run, "--json")
     assert code == 0

@@ -79,25 +79,36 @@ def test_operator_table_golden():
 
 
 def test_categories_and_idle_golden():
+    # rank 0 step 1: FW [0,30] alone; BW [30,55] alone, [55,70] under Comm; Comm alone
+    # [70,85]; UPDATE [85,95]; idle [95,100]. The other cells likewise (module docstring).
     s = statistic(two_rank_trace())
     cats = {c.category: c for c in s.categories}
-    assert [c.category for c in s.categories] == ["FW", "BW", "Comm", "UPDATE", "idle"]
+    assert [c.category for c in s.categories] == ["FW", "BW", "UPDATE", "other",
+                                                  "Comm_overlapped", "Comm_exposed", "idle"]
     assert cats["FW"].total_us == 135.0
-    assert cats["BW"].total_us == 155.0
-    assert cats["Comm"].total_us == 135.0
+    assert cats["BW"].total_us == 105.0  # 155 of BW, 50 of it under communication
+    assert cats["Comm_overlapped"].total_us == 50.0  # 15 + 15 + 10 + 10
+    assert cats["Comm_exposed"].total_us == 85.0  # 15 + 25 + 25 + 20
     assert cats["UPDATE"].total_us == 40.0
-    assert cats["idle"].total_us == 100.0  # 20 + 25 + 30 + 25
+    assert cats["other"].total_us == 0.0
+    assert cats["idle"].total_us == 15.0  # 5 + 0 + 5 + 5
     assert cats["FW"].per_step_us == 33.75
-    assert cats["idle"].share == pytest.approx(100 / 430)
+    assert cats["idle"].share == pytest.approx(15 / 430)
+    assert sum(c.total_us for c in s.categories) == pytest.approx(s.step_time_us)
+    assert sum(c.share for c in s.categories) == pytest.approx(1.0)
 
 
 def test_per_rank_golden():
     s = statistic(two_rank_trace())
     r0, r1 = s.ranks
-    assert (r0.rank, r0.steps, r0.step_us, r0.fw_us, r0.bw_us, r0.comm_us, r0.update_us,
-            r0.idle_us) == (0, 2, 105.0, 32.5, 40.0, 35.0, 10.0, 22.5)
-    assert (r1.step_us, r1.fw_us, r1.bw_us, r1.comm_us, r1.idle_us) == (
-        110.0, 35.0, 37.5, 32.5, 27.5)
+    assert (r0.rank, r0.steps, r0.step_us, r0.fw_us, r0.bw_us, r0.update_us,
+            r0.comm_overlapped_us, r0.comm_exposed_us, r0.idle_us, r0.comm_us) == (
+        0, 2, 105.0, 32.5, 25.0, 10.0, 15.0, 20.0, 2.5, 35.0)
+    assert (r1.step_us, r1.fw_us, r1.bw_us, r1.comm_overlapped_us, r1.comm_exposed_us,
+            r1.idle_us, r1.comm_us) == (110.0, 35.0, 27.5, 10.0, 22.5, 5.0, 32.5)
+    for r in s.ranks:  # the parts add up to the step
+        assert (r.fw_us + r.bw_us + r.update_us + r.other_us + r.comm_overlapped_us
+                + r.comm_exposed_us + r.idle_us) == pytest.approx(r.step_us)
 
 
 def test_sort_head_and_bad_sort():
@@ -190,15 +201,14 @@ def test_million_events_over_64_ranks():
 
 
 def test_step_breakdown_parts_sum_to_step_time(tmp_path):
-    """Rank 0: FW 32.5, BW 40, UPDATE 10, exposed comm 20 (15, 25), idle 22.5 - 20 = 2.5."""
-    from echo_sim.analysis.collect import collect
+    """Rank 0 per step: FW 32.5, BW alone 25, UPDATE 10, Comm under BW 15, exposed 20
+    (15, 25), idle 2.5: 105."""
     from echo_sim.render.plots import plot_step_breakdown, step_breakdown
 
-    t = two_rank_trace()
-    stats = statistic(t)
-    parts = step_breakdown(stats, collect(t))
-    assert parts[0] == {"FW": 32.5, "BW": 40.0, "UPDATE": 10.0, "Comm (exposed)": 20.0,
-                        "idle": 2.5}
+    stats = statistic(two_rank_trace())
+    parts = step_breakdown(stats)
+    assert parts[0] == {"FW": 32.5, "BW": 25.0, "UPDATE": 10.0, "other": 0.0,
+                        "Comm_overlapped": 15.0, "Comm_exposed": 20.0, "idle": 2.5}
     assert sum(parts[1].values()) == stats.ranks[1].step_us == 110.0
     p = plot_step_breakdown(parts, tmp_path / "b.svg")
     assert p.read_text().lstrip().startswith("<?xml")

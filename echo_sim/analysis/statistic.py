@@ -5,15 +5,24 @@ operator on every rank in every captured step is one sample; the table gives cou
 mean, median, 95th percentile and (population) standard deviation of the sample durations,
 and the share of step time (operator total ÷ the sum of step times over ranks and steps).
 
-Category totals are *covered busy* time per (rank, step): the union of the category's
-intervals, swept in start order, where each interval's newly covered length counts at its
-density ``busy_us / dur_us`` (an event's idle gaps are idle). So nested modules and concurrent
-communication lanes are not counted twice, and on a GPU trace, whose events are runs of kernels
-with ``args.busy_us`` of kernel time inside, non-overlapping events on one stream add up to
-the sum of their ``busy_us`` (clipped to the step). Where ``busy_us == dur_us`` (CPU traces,
-every foreign format) the density is 1 and this is the plain union. ``idle`` is iteration
-time minus the covered busy time of compute events (``FW``/``BW``/``UPDATE``). Operator rows
-are event durations (``dur_us``), busy or not.
+Categories split each (rank, step)'s iteration time into parts that add up to it exactly, so
+their shares sum to 100 %. At each instant ``t`` of the step, ``c(t)`` is the compute density
+(the busy density of the compute event covering ``t``: ``FW``/``BW``/``UPDATE``, and on
+profiler traces device work outside them, ``OTHER`` rows on device lanes) and ``m(t)`` the
+communication density (``Comm`` events); each in [0, 1]. Then
+
+* compute alone ``∫ c·(1−m) dt``: split into ``FW``, ``BW``, ``UPDATE`` and ``other`` (device
+  work under no module range), in that priority where they overlap;
+* ``Comm_overlapped`` ``∫ c·m dt``: communication hidden behind compute;
+* ``Comm_exposed`` ``∫ (1−c)·m dt``: communication the step waits for;
+* ``idle`` ``∫ (1−c)·(1−m) dt``: no activity on any stream of the rank.
+
+A density is the event's ``busy_us / dur_us`` spread over its span, taken from the union
+sweep of :func:`covered_us` (nested modules and concurrent lanes count once; on GPU traces a
+slice's gaps between kernels are idle; on CPU traces and foreign formats the density is 1
+and these are plain interval unions and intersections). ``comm_us`` (per rank) is all
+covered communication, overlapped plus exposed. Operator rows are event durations
+(``dur_us``), busy or not, and may overlap each other: their shares do not add up.
 
 The grid of (rank, step) cells and the interval-union helper here are shared by
 :mod:`echo_sim.analysis.collect` and :mod:`echo_sim.analysis.stragglers`. All vectorised:
@@ -30,11 +39,12 @@ from typing import Any
 import numpy as np
 
 from echo_sim.errors import EchoError, TraceFormatError
-from echo_sim.trace.model import CAT_NAMES, Cat, Trace
+from echo_sim.trace.model import CAT_NAMES, DEVICE_TID, Cat, Trace
 
 __all__ = [
     "CATEGORIES",
     "SORT_KEYS",
+    "PARTS",
     "CategoryStat",
     "Intervals",
     "OpStat",
@@ -48,13 +58,18 @@ __all__ = [
     "sort_ops",
     "statistic",
     "step_grid",
+    "time_partition",
 ]
 
 SORT_KEYS: tuple[str, ...] = ("total", "count", "mean", "median", "p95", "std", "share", "name")
 """Valid ``sort`` values for the operator table (all descending except ``name``)."""
 
-CATEGORIES: tuple[str, ...] = ("FW", "BW", "Comm", "UPDATE", "idle")
-"""Category rows of :attr:`Statistics.categories`, in display order."""
+PARTS: tuple[str, ...] = ("FW", "BW", "UPDATE", "other", "Comm_overlapped", "Comm_exposed",
+                          "idle")
+"""The parts of a step (module docstring), in display order; they add up to the step."""
+
+CATEGORIES: tuple[str, ...] = PARTS
+"""Category rows of :attr:`Statistics.categories`, in display order (= :data:`PARTS`)."""
 
 _COMPUTE_CATS = (int(Cat.FW), int(Cat.BW), int(Cat.UPDATE))
 _NOISE_US = 1e-6
@@ -98,9 +113,18 @@ class StepGrid:
     def covered(self, trace: Trace, cats: tuple[int, ...]) -> np.ndarray:
         """Covered busy time (µs) per cell of the events whose category is in ``cats``
         (:func:`covered_us` weighted by each event's busy density)."""
-        sel = np.isin(trace.events.cat[self.rows], cats)
+        return self.covered_rows(np.isin(trace.events.cat[self.rows], cats))
+
+    def covered_rows(self, sel: np.ndarray) -> np.ndarray:
+        """:meth:`covered` of the grid rows where the boolean mask ``sel`` is true."""
         return covered_us(self.group[sel], self.ts_us[sel], self.end_us_rows[sel], self.n_cells,
                           density=self.density[sel])
+
+    def overlap_rows(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """:meth:`overlap` of the grid rows selected by the boolean masks ``a`` and ``b``."""
+        return overlap_us((self.group[a], self.ts_us[a], self.end_us_rows[a], self.density[a]),
+                          (self.group[b], self.ts_us[b], self.end_us_rows[b], self.density[b]),
+                          self.n_cells)
 
     def overlap(self, trace: Trace, cats_a: tuple[int, ...],
                 cats_b: tuple[int, ...]) -> np.ndarray:
@@ -262,6 +286,51 @@ def overlap_us(a: Intervals, b: Intervals, n_groups: int) -> np.ndarray:
     return out
 
 
+def time_partition(trace: Trace, grid: StepGrid) -> dict[str, np.ndarray]:
+    """Per cell (µs), the parts of :data:`PARTS` (module docstring); they add up to the cell's
+    iteration time (0 everywhere for a cell without events).
+
+    With ``C_k`` the covered time of the first k compute kinds (FW; FW+BW; +UPDATE; +device
+    OTHER), ``O_k`` its overlap with communication and ``M`` communication's covered time:
+    kind k alone is ``(C_k − O_k) − (C_{k−1} − O_{k−1})``, ``Comm_overlapped = O_4``,
+    ``Comm_exposed = M − O_4``, ``idle = iteration − C_4 − M + O_4``. Where kinds overlap
+    with partial densities a difference can dip below 0; the kinds are then floored at 0 and
+    rescaled to sum to ``C_4 − O_4``, so the parts always add up.
+    """
+    ev = trace.events
+    cat = ev.cat[grid.rows]
+    device = (cat == int(Cat.OTHER)) & (ev.tid[grid.rows] >= DEVICE_TID)
+    comm = cat == int(Cat.COMM)
+    iters = grid.iteration_us
+    valid = np.isfinite(iters)
+    m = grid.covered_rows(comm)
+    alone: list[np.ndarray] = []
+    sel = np.zeros(cat.size, dtype=bool)
+    prev = np.zeros(grid.n_cells)
+    overlapped = np.zeros(grid.n_cells)
+    for kind in (cat == int(Cat.FW), cat == int(Cat.BW), cat == int(Cat.UPDATE), device):
+        sel = sel | kind
+        if not kind.any():
+            alone.append(np.zeros(grid.n_cells))
+            continue
+        overlapped = grid.overlap_rows(sel, comm)
+        now = grid.covered_rows(sel) - overlapped
+        alone.append(now - prev)
+        prev = now
+    compute_alone = np.maximum(prev, 0.0)
+    kinds = np.maximum(np.vstack(alone), 0.0)
+    total = kinds.sum(axis=0)
+    scale = np.divide(compute_alone, total, out=np.zeros_like(total), where=total > 0)
+    kinds *= scale
+    exposed = np.maximum(m - overlapped, 0.0)
+    idle = np.where(valid, iters, 0.0) - compute_alone - overlapped - exposed
+    parts = dict(zip(PARTS[:4], kinds, strict=True))
+    parts["Comm_overlapped"] = overlapped
+    parts["Comm_exposed"] = exposed
+    parts["idle"] = np.where(idle > _NOISE_US, idle, 0.0)  # float sums leave ~1e-14 us
+    return {k: np.where(valid, v, 0.0) for k, v in parts.items()}
+
+
 # ---------------------------------------------------------------------------- results
 @dataclass(frozen=True)
 class OpStat:
@@ -280,8 +349,8 @@ class OpStat:
 
 @dataclass(frozen=True)
 class CategoryStat:
-    """Covered busy time of one category (µs): total over cells, mean per (rank, step), share
-    of step time. ``idle``: iteration time minus compute's covered busy time."""
+    """One part of the step (:data:`PARTS`; µs): total over cells, mean per (rank, step) and
+    share of step time. The parts' shares add up to 1."""
 
     category: str
     total_us: float
@@ -291,16 +360,21 @@ class CategoryStat:
 
 @dataclass(frozen=True)
 class RankStat:
-    """Per-rank means over its captured steps (µs per step)."""
+    """Per-rank means over its captured steps (µs per step). ``fw_us`` .. ``idle_us`` are the
+    parts of :data:`PARTS` and add up to ``step_us``; ``comm_us`` is all covered communication
+    (``comm_overlapped_us + comm_exposed_us``)."""
 
     rank: int
     steps: int
     step_us: float
     fw_us: float
     bw_us: float
-    comm_us: float
     update_us: float
+    other_us: float
+    comm_overlapped_us: float
+    comm_exposed_us: float
     idle_us: float
+    comm_us: float
 
 
 @dataclass(frozen=True)
@@ -376,8 +450,8 @@ def statistic(trace: Trace, *, sort: str = "total", head: int | None = None) -> 
     """Operator, category and rank statistics over every captured step of every rank.
 
     ``sort``: one of :data:`SORT_KEYS`; ``head``: keep the first N operators (None: all).
-    Categories and ``idle`` follow the busy rule of the module docstring; operators use
-    durations.
+    Categories are the parts of the step of the module docstring (they add up to the step);
+    operators use durations.
     """
     if head is not None and head < 0:
         raise EchoError(f"--head must be >= 0, got {head}")
@@ -390,15 +464,7 @@ def statistic(trace: Trace, *, sort: str = "total", head: int | None = None) -> 
     if head is not None:
         ops = ops[:head]
 
-    per_cat = {
-        "FW": grid.covered(trace, (int(Cat.FW),)),
-        "BW": grid.covered(trace, (int(Cat.BW),)),
-        "Comm": grid.covered(trace, (int(Cat.COMM),)),
-        "UPDATE": grid.covered(trace, (int(Cat.UPDATE),)),
-    }
-    compute = grid.covered(trace, _COMPUTE_CATS)  # busy compute: idle gaps in events are idle
-    idle = np.where(valid, iters - compute, 0.0)
-    per_cat["idle"] = np.where(idle > _NOISE_US, idle, 0.0)  # float sums leave ~1e-14 us
+    per_cat = time_partition(trace, grid)
     n_valid = int(valid.sum())
     categories = [
         CategoryStat(
@@ -417,10 +483,12 @@ def statistic(trace: Trace, *, sort: str = "total", head: int | None = None) -> 
         k = int(g_valid[i].sum())
         def mean(a: np.ndarray, i: int = i, k: int = k) -> float:
             return float(a[i][g_valid[i]].sum() / k) if k else 0.0
+        over, exp = mean(g_cat["Comm_overlapped"]), mean(g_cat["Comm_exposed"])
         ranks.append(RankStat(
             rank=int(r), steps=k, step_us=mean(g_iter), fw_us=mean(g_cat["FW"]),
-            bw_us=mean(g_cat["BW"]), comm_us=mean(g_cat["Comm"]),
-            update_us=mean(g_cat["UPDATE"]), idle_us=mean(g_cat["idle"]),
+            bw_us=mean(g_cat["BW"]), update_us=mean(g_cat["UPDATE"]),
+            other_us=mean(g_cat["other"]), comm_overlapped_us=over, comm_exposed_us=exp,
+            idle_us=mean(g_cat["idle"]), comm_us=over + exp,
         ))
     return Statistics(
         ops=ops, categories=categories, ranks=ranks, steps=[int(s) for s in grid.steps],

@@ -1,7 +1,9 @@
 """Plain aligned text tables and CSV files, shared by the analysis commands.
 
 Numbers are formatted by column kind: times in µs with thousands separators and up to 3
-decimals, shares as percentages, counts as integers; None / NaN print as ``-``.
+decimals, shares as percentages, counts as integers; None / NaN print as ``-``. Label cells
+longer than :data:`LABEL_WIDTH` characters (C++ kernel names run to 500) are shortened in the
+middle with ``…`` in text tables only: CSV, Excel and ``--json`` keep the full names.
 """
 
 from __future__ import annotations
@@ -14,7 +16,27 @@ from typing import Any
 
 from echo_sim.errors import EchoError
 
-__all__ = ["fmt_num", "fmt_pct", "fmt_us", "format_table", "write_csv"]
+__all__ = ["LABEL_WIDTH", "fmt_num", "fmt_pct", "fmt_us", "format_table", "shorten",
+           "write_csv"]
+
+LABEL_WIDTH = 60
+"""Widest label cell of a text table (characters)."""
+
+
+def shorten(text: str, width: int = LABEL_WIDTH) -> str:
+    """``text`` cut to at most ``width`` characters: a leading ``void `` and a C++ argument
+    list ``(...)`` go first, then the middle becomes ``…`` (the head keeps 2/3 of the room,
+    the tail, where template and kernel suffixes differ, the rest)."""
+    if len(text) <= width:
+        return text
+    t = text[5:] if text.startswith("void ") else text
+    if len(t) > width and t.endswith(")") and "(" in t:
+        t = t[:t.index("(")] + "(…)"
+    if len(t) <= width:
+        return t
+    room = max(width - 1, 2)
+    head = (2 * room) // 3
+    return t[:head] + "…" + t[len(t) - (room - head):]
 
 
 def fmt_us(x: float | None) -> str:
@@ -45,12 +67,17 @@ def fmt_num(x: Any) -> str:
 
 
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *,
-                 title: str | None = None, left: int = 1) -> str:
+                 title: str | None = None, left: int = 1,
+                 label_width: int | None = LABEL_WIDTH) -> str:
     """Rows of already-formatted cells (anything is ``str()``-ed) as an aligned text table.
 
     The first ``left`` columns are left-aligned (labels), the rest right-aligned (numbers).
+    Label cells are :func:`shorten`-ed to ``label_width`` characters (None: never).
     """
     cells = [[c if isinstance(c, str) else fmt_num(c) for c in row] for row in rows]
+    if label_width is not None:
+        cells = [[shorten(c, label_width) if j < left else c for j, c in enumerate(row)]
+                 for row in cells]
     widths = [len(h) for h in headers]
     for row in cells:
         for j, c in enumerate(row):

@@ -24,15 +24,24 @@ the table shows count, total, mean, median, 95th percentile and standard deviati
 the durations (microseconds) and the share of step time (operator total / sum of step
 times over ranks and steps).
 
-Categories (FW, BW, Comm, UPDATE) are covered busy time: the union of the category's
-slices per rank and step, so nested modules and concurrent collectives count once, each
-slice counting only its busy share (args.busy_us / dur: GPU kernel time inside a run of
-kernels; the whole slice on CPU traces). idle is step time minus compute's (FW/BW/UPDATE)
-busy time, so gaps between kernels inside a slice are idle. Per rank: means per step.
+Categories split every rank's step time into parts that add up to it (shares sum to
+100 %): compute alone (FW, BW, UPDATE, and "other": device kernels under no module range,
+as in profiler traces), communication overlapped with compute (Comm_overlapped: hidden),
+communication alone (Comm_exposed: the step waits for it), and idle (no activity on any
+stream of the rank). Nested modules and concurrent collectives count once; a slice counts
+only its busy share (args.busy_us / dur: GPU kernel time inside a run of kernels; the
+whole slice on CPU traces), so gaps between kernels are idle. Per rank: means per step.
+Operator rows are durations and may overlap each other (their shares do not add up).
+Long operator names are shortened in the table; --csv, --xlsx and --json keep them whole.
 """
 
 CSV_COLUMNS = ("name", "category", "count", "total_us", "mean_us", "median_us", "p95_us",
                "std_us", "share")
+
+
+_RANK_FIELD = {"FW": "fw_us", "BW": "bw_us", "UPDATE": "update_us", "other": "other_us",
+               "Comm_overlapped": "comm_overlapped_us", "Comm_exposed": "comm_exposed_us",
+               "idle": "idle_us"}
 
 
 def _op_row(o: OpStat) -> list[Any]:
@@ -47,6 +56,9 @@ def render(stats: Statistics, *, source: str = "", shown: int | None = None) -> 
         f"{len(stats.ranks)} rank(s), steps {stats.steps}, mean step time "
         f"{fmt_us(stats.step_time_us / n_cells if n_cells else 0.0)} us")
     ops = stats.ops if shown is None else stats.ops[:shown]
+    # "other" (device work under no module range) exists only on profiler traces
+    cats = [c for c in stats.categories if c.category != "other" or c.total_us > 0]
+    parts_shown = [c.category for c in cats]
     more = (f"\n({len(ops)} of {stats.num_ops} operators shown; --head 0 shows all)"
             if len(ops) < stats.num_ops else "")
     parts = [
@@ -56,13 +68,13 @@ def render(stats: Statistics, *, source: str = "", shown: int | None = None) -> 
                      title="\nOperators", left=2) + more,
         format_table(["category", "total_us", "per_step_us", "share"],
                      [[c.category, fmt_us(c.total_us), fmt_us(c.per_step_us), fmt_pct(c.share)]
-                      for c in stats.categories], title="\nCategories (covered busy time)"),
-        format_table(["rank", "steps", "step_us", "FW_us", "BW_us", "Comm_us", "UPDATE_us",
-                      "idle_us"],
-                     [[str(r.rank), r.steps, fmt_us(r.step_us), fmt_us(r.fw_us),
-                       fmt_us(r.bw_us), fmt_us(r.comm_us), fmt_us(r.update_us),
-                       fmt_us(r.idle_us)] for r in stats.ranks],
-                     title="\nPer rank (mean per step)"),
+                      for c in cats],
+                     title="\nCategories (parts of the step: shares add up to 100 %)"),
+        format_table(["rank", "steps", "step_us", *[f"{p}_us" for p in parts_shown]],
+                     [[str(r.rank), r.steps, fmt_us(r.step_us),
+                       *[fmt_us(getattr(r, _RANK_FIELD[p])) for p in parts_shown]]
+                      for r in stats.ranks],
+                     title="\nPer rank (mean per step; the parts add up to step_us)"),
     ]
     return "\n".join(parts)
 
@@ -99,11 +111,10 @@ def run(opts: Any) -> Result:
             write_tables_xlsx(tmp, {"operators": (CSV_COLUMNS, rows)})
         notes.append(f"wrote {xlsx}")
     if opts.plot:
-        from echo_sim.analysis.collect import collect
         from echo_sim.render.plots import plot_step_breakdown, step_breakdown
 
         with output_file("--plot", opts.plot, force=opts.force) as tmp:
-            plot_step_breakdown(step_breakdown(stats, collect(trace)), tmp)
+            plot_step_breakdown(step_breakdown(stats), tmp)
         notes.append(f"wrote {opts.plot}")
     data = stats.to_dict()
     if shown is not None:
@@ -129,8 +140,8 @@ COMMAND = Command(
             help="also write the full operator table as an Excel workbook (bare --xlsx: "
                  "statistic.xlsx in the trace directory, as dPRO did)"),
         arg("--plot", metavar="FILE.png",
-            help="also draw the per-rank step-time breakdown (FW, BW, UPDATE, exposed "
-                 "Comm, idle) as an image (.png, .svg, .pdf)"),
+            help="also draw the per-rank step-time breakdown (the category parts: FW, BW, "
+                 "UPDATE, overlapped and exposed Comm, idle) as an image (.png, .svg, .pdf)"),
         arg("--force", action="store_true",
             help="replace output files (--csv, --xlsx, --plot) that exist"),
     ),

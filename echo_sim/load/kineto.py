@@ -47,7 +47,15 @@ from echo_sim.load.kineto_events import parse_events as _parse
 from echo_sim.load.kineto_events import top_level as _top_level
 from echo_sim.load.sources import RankSource
 from echo_sim.textsafe import safe_text
-from echo_sim.trace.model import MAX_STEP, MAX_WORLD_SIZE, Cat, RankInfo, Trace, TraceBuilder
+from echo_sim.trace.model import (
+    DEVICE_TID,
+    MAX_STEP,
+    MAX_WORLD_SIZE,
+    Cat,
+    RankInfo,
+    Trace,
+    TraceBuilder,
+)
 from echo_sim.trace.steps import complete_steps
 
 __all__ = ["DTYPE_BYTES", "collective_of", "load_kineto"]
@@ -269,7 +277,7 @@ def _add_rank(b: TraceBuilder, r: _Rank, shift_us: float) -> list[int]:
     for e in r.evs:
         if e.cat in _GPU_CATS and id(e) not in comm_ids:
             stream = e.tid if type(e.tid) is int and 0 <= e.tid <= _MAX_STREAM else 0
-            add(e, e.name, Cat.OTHER, 200 + stream)
+            add(e, e.name, Cat.OTHER, DEVICE_TID + stream)
     return sorted(set(nums)) if marks else [0]
 
 

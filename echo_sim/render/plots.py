@@ -1,8 +1,9 @@
 """Charts written to image files with matplotlib's Agg canvas (never a window, no pyplot).
 
 :func:`plot_step_breakdown` draws, per rank, one stacked bar of the mean step time split into
-FW, BW, UPDATE, exposed communication (communication not hidden behind compute) and idle
-(neither compute nor communication); the bar's height is the rank's mean iteration time.
+the parts of :data:`echo_sim.analysis.statistic.PARTS` (compute alone by kind, communication
+overlapped with compute, exposed communication, idle); the bar's height is the rank's mean
+iteration time.
 """
 
 from __future__ import annotations
@@ -10,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from echo_sim.analysis.collect import Collected
-from echo_sim.analysis.statistic import Statistics
+from echo_sim.analysis.statistic import PARTS, Statistics
 from echo_sim.errors import EchoError
 from echo_sim.render import require_matplotlib
 
@@ -19,25 +19,17 @@ __all__ = ["BREAKDOWN_PARTS", "PLOT_TYPES", "plot_step_breakdown", "step_breakdo
 
 PLOT_TYPES: tuple[str, ...] = (".png", ".svg", ".pdf")
 
-BREAKDOWN_PARTS: tuple[str, ...] = ("FW", "BW", "UPDATE", "Comm (exposed)", "idle")
-_COLORS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#bbbbbb")
+BREAKDOWN_PARTS: tuple[str, ...] = PARTS
+_COLORS = ("#4c72b0", "#dd8452", "#55a868", "#8172b3", "#64b5cd", "#c44e52", "#bbbbbb")
+_RANK_FIELD = ("fw_us", "bw_us", "update_us", "other_us", "comm_overlapped_us",
+               "comm_exposed_us", "idle_us")
 
 
-def step_breakdown(stats: Statistics, coll: Collected) -> dict[int, dict[str, float]]:
-    """rank → {part: mean µs per step} for :data:`BREAKDOWN_PARTS`; parts sum to the step time.
-
-    FW/BW/UPDATE are covered busy times (they never overlap each other on the compute track;
-    GPU: kernel time, gaps inside a slice are idle); idle is the rest of the step minus
-    exposed communication, floored at 0.
-    """
-    exposed = {r.rank: r.exposed_mean_us for r in coll.per_rank}
-    out: dict[int, dict[str, float]] = {}
-    for r in stats.ranks:
-        e = exposed.get(r.rank, 0.0)
-        e = 0.0 if e != e else e
-        out[r.rank] = {"FW": r.fw_us, "BW": r.bw_us, "UPDATE": r.update_us,
-                       "Comm (exposed)": e, "idle": max(r.idle_us - e, 0.0)}
-    return out
+def step_breakdown(stats: Statistics) -> dict[int, dict[str, float]]:
+    """rank → {part: mean µs per step} for :data:`BREAKDOWN_PARTS`; the parts sum to the
+    rank's mean step time (:class:`~echo_sim.analysis.statistic.RankStat`)."""
+    return {r.rank: {p: float(getattr(r, f)) for p, f in zip(PARTS, _RANK_FIELD, strict=True)}
+            for r in stats.ranks}
 
 
 def plot_step_breakdown(breakdown: dict[int, dict[str, float]], path: str | Path, *,
@@ -57,7 +49,9 @@ def plot_step_breakdown(breakdown: dict[int, dict[str, float]], path: str | Path
     x = list(range(len(ranks)))
     bottom = [0.0] * len(ranks)
     for part, color in zip(BREAKDOWN_PARTS, _COLORS, strict=True):
-        h = [breakdown[r][part] / 1000.0 for r in ranks]
+        h = [breakdown[r].get(part, 0.0) / 1000.0 for r in ranks]
+        if not any(h):
+            continue
         ax.bar(x, h, bottom=bottom, color=color, label=part, width=0.7)
         bottom = [b + v for b, v in zip(bottom, h, strict=True)]
     ax.set_xticks(x, [str(r) for r in ranks])

@@ -30,6 +30,7 @@ from echo_sim.textsafe import safe_text
 __all__ = [
     "CAT_NAMES",
     "COLLECTIVES",
+    "DEVICE_TID",
     "MAX_STEP",
     "MAX_WORLD_SIZE",
     "Cat",
@@ -55,6 +56,11 @@ class Cat(IntEnum):
 
 CAT_NAMES: tuple[str, ...] = ("FW", "BW", "Comm", "UPDATE", "STEP", "OTHER")
 """Display name per :class:`Cat` value (index = value)."""
+
+DEVICE_TID: int = 200
+"""Lane of device stream 0: a loader puts GPU kernels and copies that belong to no FW / BW /
+Comm / UPDATE event (a profiler trace's) as ``OTHER`` rows on tid ``DEVICE_TID + stream``.
+``OTHER`` rows on lower tids are host work (CPU ops, I/O)."""
 
 COLLECTIVES: tuple[str, ...] = (
     "all_reduce",
