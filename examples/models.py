@@ -15,6 +15,7 @@ Default sizes make one training step take a few tens of milliseconds on one CPU 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -30,6 +31,7 @@ __all__ = [
     "GPTConfig",
     "SmallCNN",
     "image_batch",
+    "make_gpt",
     "stage_bounds",
     "token_batch",
 ]
@@ -237,6 +239,28 @@ class SmallCNN(nn.Module):
         x = self.pool1(self.relu1(self.bn1(self.conv1(x))))
         x = self.pool2(self.relu2(self.bn2(self.conv2(x))))
         return self.fc(self.flatten(x))
+
+
+def make_gpt(batch_size: int, seq_len: int = 64) -> tuple[
+        GPT, Callable[[], torch.Tensor], Callable[[torch.Tensor], torch.Tensor]]:
+    """The ``module:callable`` form ``python -m echo_trace.profile --model-source local`` calls
+    (``--model examples.models:make_gpt``): the default :class:`GPT` at ``seq_len``, a maker
+    of one micro-batch of token ids, and the language-model loss of its logits."""
+    cfg = GPTConfig(seq_len=seq_len)
+    state = {"step": 0}
+    targets: dict[str, torch.Tensor] = {}
+
+    def make_batch() -> torch.Tensor:
+        x, y = token_batch(cfg, batch_size, seed=0, step=state["step"])
+        state["step"] += 1
+        targets["y"] = y
+        return x
+
+    def loss_fn(logits: torch.Tensor) -> torch.Tensor:
+        return nn.functional.cross_entropy(logits.flatten(0, 1),
+                                           targets["y"].to(logits.device).flatten())
+
+    return GPT(cfg), make_batch, loss_fn
 
 
 def _generator(*keys: int) -> torch.Generator:
