@@ -3,6 +3,8 @@
 How profiler events map onto the trace model (the profiler has no notion of FW/BW):
 
 * rank / world size: ``distributedInfo`` (else the file's position / the number of files);
+  device: ``deviceProperties[0].name`` (``NVIDIA H100 80GB HBM3``; device ``cuda``, so
+  ``simulate`` predicts on that GPU's preset), else ``cpu``;
   steps: the CPU-side ``ProfilerStep#N`` slices of one thread, else ``STEP<N>`` ranges (an
   event belongs to the step whose slice holds its start; with neither, the whole file is
   step 0); GPU-side mirrors (``gpu_user_annotation``) are not step bounds. Each step gets
@@ -142,6 +144,10 @@ class _Rank:
                                    f"1..{MAX_WORLD_SIZE}")
         self.rank = rank
         self.world: int | None = world
+        props = top.get("deviceProperties")
+        first = props[0] if isinstance(props, list) and props else None
+        name = first.get("name") if isinstance(first, dict) else None
+        self.device_name = safe_text(name[:200]) if isinstance(name, str) else ""
         base = top.get("baseTimeNanoseconds", 0)
         self.base_ns = base if type(base) is int and 0 <= base < 1 << 63 else 0
         self.evs = evs
@@ -374,10 +380,13 @@ def _load_kineto(sources: Sequence[RankSource], source: str,
     for r in ranks:
         shift = (r.base_ns - base0) / 1000.0
         world = r.world or len(ranks)
+        device = "cuda" if r.device_name else "cpu"
+        meta: dict[str, Any] = {"format": "kineto", "distributedInfo": r.dist, "device": device}
+        if r.device_name:
+            meta["device_name"] = r.device_name
         b.ranks[r.rank] = RankInfo(
             rank=r.rank, world_size=max(world, r.rank + 1), backend=str(r.dist.get("backend", "")),
-            clock_offset_us=shift, source=str(r.file),
-            meta={"format": "kineto", "distributedInfo": r.dist},
+            clock_offset_us=shift, source=str(r.file), device=device, meta=meta,
         )
         step_sets[r.rank] = _add_rank(b, r, shift)
     steps, notes = complete_steps(step_sets, source=source)

@@ -4,7 +4,8 @@
 tests/data/gpu/kineto_gpt12_single_step4.json.gz --step 4`` keeps the ``X`` events the
 attribution reads (annotations, ops with sequence numbers and ``evaluate_function`` ops,
 CUDA runtime/driver launches, kernels, memcpys, memsets, ``record_param_comms``) whose CPU
-or GPU time falls in ``STEP<step>``, with only the args it reads.
+or GPU time falls in ``STEP<step>``, with only the args it reads, and the first device's
+``name``, ``totalGlobalMem`` and ``numSms`` from ``deviceProperties``.
 """
 
 from __future__ import annotations
@@ -53,7 +54,9 @@ def trim(doc: dict, step: int) -> dict:
         args = {k: v for k, v in e.get("args", {}).items() if k in _KEEP_ARGS}
         out.append({"ph": "X", "cat": e["cat"], "name": name, "tid": e["tid"],
                     "ts": round(e["ts"] - t0, 3), "dur": e.get("dur", 0.0), "args": args})
-    return {"traceEvents": out}
+    props = [{k: p[k] for k in ("id", "name", "totalGlobalMem", "numSms") if k in p}
+             for p in doc.get("deviceProperties", [])[:1]]
+    return {"deviceProperties": props, "traceEvents": out}
 
 
 def main() -> None:
