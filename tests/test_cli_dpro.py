@@ -75,7 +75,7 @@ def test_gml_path(capsys, trace_dir, tmp_path):
 
 
 @pytest.mark.parametrize("argv, words", [
-    (["--option", "3dcompare", "--path", "a,b"], "compare A B"),
+    (["--option", "mapping", "--path", "a"], "statistic KINETO.json"),
     (["statistic", "x", "--type", "bps"], "detects the trace format"),
     (["--option", "optimize", "--path", "a"], "search PATH"),
     (["--option", "collect", "--sub_option", "nonsense", "--path", "a"], "known:"),

@@ -11,8 +11,9 @@ from echo_sim.commands.checks import int_in, select_ranks
 from echo_sim.commands.checks import parse_ranks as check_ranks
 from echo_sim.commands.outputs import check_output, output_file
 from echo_sim.commands.spec import Command, Result, arg
+from echo_sim.errors import ConfigError
 
-__all__ = ["COMMAND", "parse_ranks", "render"]
+__all__ = ["COMMAND", "parse_ranks", "render", "render_roles"]
 
 DESCRIPTION = """\
 Compare two traces operator by operator: for each event name, the number of occurrences
@@ -22,6 +23,14 @@ compares iteration times (median over steps of the slowest rank).
 
 To compare two sets of ranks of one trace, give the same path twice with --ranks-a and
 --ranks-b (e.g. compare T T --ranks-a 0 --ranks-b 1-3).
+
+--by-role (dPRO's --option 3dcompare) lines the ranks of the two runs up by their parallel
+role instead of their number: the coordinates in each rank's meta.json ("parallel":
+{"dp": 1, "tp": 0, "pp": 0}, or training's *_parallel_rank) when both runs have them,
+else roles read from the traces (pipeline stage from the forward operators a rank runs, its
+index in each process group; a group whose collectives all follow the backward's start is
+dp, else tp). Per role: iteration times of A and B, B - A, B / A, and its operators
+(--head per role).
 """
 
 CSV_COLUMNS = ("name", "category", "count_a", "count_b", "mean_a_us", "mean_b_us",
@@ -54,6 +63,45 @@ def render(c: Comparison) -> str:
     return head + "\n" + table + more
 
 
+def render_roles(c: Any, head: int) -> str:
+    """The text of a by-role comparison (:class:`~echo_sim.analysis.compare_roles.RoleComparison`)."""
+    out = [f"A = {c.label_a}\nB = {c.label_b}\nranks lined up by parallel role "
+           f"({'meta.json coordinates' if c.role_source == 'meta' else 'read from the traces'})",
+           format_table(
+               ["role", "ranks_a", "ranks_b", "iter_a_us", "iter_b_us", "diff_us", "ratio"],
+               [[r.label, ",".join(map(str, r.ranks_a)) or "-",
+                 ",".join(map(str, r.ranks_b)) or "-", fmt_us(r.iteration_a_us),
+                 fmt_us(r.iteration_b_us), fmt_us(r.iteration_diff_us),
+                 _ratio(r.iteration_ratio)] for r in c.roles],
+               title="\nRoles (B - A)", left=2)]
+    for r in c.roles:
+        if r.comparison is None:
+            continue
+        ops = r.comparison.ops if head == 0 else r.comparison.ops[:head]
+        out.append(format_table(
+            ["operator", "cat", "mean_a_us", "mean_b_us", "diff_us", "ratio"],
+            [[o.name, o.category, fmt_us(o.mean_a_us), fmt_us(o.mean_b_us), fmt_us(o.diff_us),
+              _ratio(o.ratio)] for o in ops],
+            title=f"\nrole {r.label}: A ranks {r.ranks_a}, B ranks {r.ranks_b}", left=2))
+    return "\n".join(out)
+
+
+def _run_by_role(opts: Any) -> Result:
+    from echo_sim.analysis.compare_roles import compare_by_role
+    from echo_sim.load import load_trace
+
+    for flag, value in (("--ranks-a", opts.ranks_a), ("--ranks-b", opts.ranks_b),
+                        ("--csv", opts.csv), ("--xlsx", opts.xlsx)):
+        if value:
+            raise ConfigError(f"--by-role and {flag} exclude each other (roles pick the ranks; "
+                              "--json gives every role's operators)")
+    pa, pb = opts.paths
+    ta = load_trace(pa)
+    tb = ta if pb == pa else load_trace(pb)
+    res = compare_by_role(ta, tb, sort=opts.sort, label_a=pa, label_b=pb)
+    return Result(render_roles(res, opts.head), res.to_dict())
+
+
 def default_xlsx(path_a: str) -> Path:
     """Bare ``--xlsx`` (dPRO's switch): ``compare.xlsx`` in A's trace directory."""
     p = Path(path_a)
@@ -63,6 +111,8 @@ def default_xlsx(path_a: str) -> Path:
 def run(opts: Any) -> Result:
     from echo_sim.load import load_trace
 
+    if opts.by_role:
+        return _run_by_role(opts)
     pa, pb = opts.paths
     xlsx = (default_xlsx(pa) if opts.xlsx is True else opts.xlsx) if opts.xlsx else None
     for flag, out in (("--csv", opts.csv), ("--xlsx", xlsx)):
@@ -113,6 +163,9 @@ COMMAND = Command(
             help="replace output files (--csv, --xlsx) that exist"),
         arg("--ranks-a", metavar="RANKS", help="use only these ranks of A, e.g. 0,2-3"),
         arg("--ranks-b", metavar="RANKS", help="use only these ranks of B"),
+        arg("--by-role", action="store_true",
+            help="line ranks up by parallel role (dp/tp/pp coordinates), not rank number; "
+                 "per role: iteration and operators of A and B (dPRO's 3dcompare)"),
     ),
     epilog="example: python -m echo_sim compare run1/ run2/ --xlsx diff.xlsx",
 )

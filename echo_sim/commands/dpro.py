@@ -22,8 +22,6 @@ class DproSpellingError(EchoError):
 
 # dPRO --option values with no echo command of that name.
 _OPTION_EQUIVALENT = {
-    "3dcompare": "echo has no 3dcompare; compare two runs with `compare A B` (operator by "
-                 "operator, --xlsx FILE) or view them side by side with `combine A B`",
     "mapping": "echo has no op-to-kernel mapping; a Kineto (PyTorch profiler) trace already "
                "attributes kernels to ops: `statistic KINETO.json`",
     "topo_sort": "echo rebuilds the dependency graph itself: `graph PATH -o dag.gml`",
@@ -31,10 +29,18 @@ _OPTION_EQUIVALENT = {
     "optimize": "strategy search is `search PATH` (see `python -m echo_sim search --help`)",
 }
 
+# dPRO --option values that are an echo command with flags.
+_OPTION_COMMAND = {
+    # "Ignore partition id": ranks lined up by parallel role, not number
+    "3dcompare": ["compare", "--by-role"],
+}
+
 # --option collect --sub_option X: echo command line, or None with an equivalent.
 _COLLECT_SUB: dict[str, tuple[list[str] | None, str]] = {
     "combine": (["combine"], ""),
     "iter_time": (["collect"], ""),
+    # "update operator traces based on the source files": dPRO's name2sta, re-derived
+    "operator": (["export", "--to", "op-stats"], ""),
     "straggler": (["stragglers"], ""),
     "bottleneck": (["critical"], ""),
     "xlsx": (["statistic", "--xlsx"], ""),
@@ -63,16 +69,20 @@ _REPLAY_SUB_OTHER = {
 # dropped with a note. Switches, then flags with a value.
 _IGNORED_SWITCHES = ("--clean", "--pretty", "--progress", "--debug_traces",
                      "--disable_revise", "--update_infi_para", "--del_queue")
+# ... except where an echo command has them: replay --del-queue / --pretty
+_KEPT_SWITCHES = {"replay": ("--del_queue", "--pretty")}
 _IGNORED_VALUED = ("--logging_level", "--comm_backend", "--platform", "--trace_level",
                    "--nccl_algo")
 
 
-def _drop_ignored(argv: list[str], notes: list[str] | None) -> None:
+def _drop_ignored(argv: list[str], notes: list[str] | None, option: str) -> None:
     dropped: list[str] = []
     for flag in _IGNORED_VALUED:
         if _pop_value(argv, flag) is not None:
             dropped.append(flag)
     for flag in _IGNORED_SWITCHES:
+        if flag in _KEPT_SWITCHES.get(option, ()):
+            continue
         while flag in argv:
             argv.remove(flag)
             dropped.append(flag)
@@ -126,7 +136,8 @@ def translate_dpro_argv(argv: Sequence[str], notes: list[str] | None = None) -> 
 
     ``--option CMD --path P[,P]`` → ``CMD P [P]``; ``--option collect --sub_option iter_time``
     → ``collect``; ``--option replay --sub_option smlt_delay_comm --delay_ratio 1.2`` →
-    ``replay --scale 'Comm.*=1.2'``; ``--type`` and dPRO options echo cannot run raise
+    ``replay --scale 'Comm.*=1.2'``; ``--option 3dcompare --path A,B`` → ``compare A B
+    --by-role``; ``--type`` and dPRO options echo cannot run raise
     :class:`DproSpellingError` naming the echo equivalent. dPRO's logging and collection
     switches are dropped, with a line appended to ``notes``.
     """
@@ -146,10 +157,10 @@ def translate_dpro_argv(argv: Sequence[str], notes: list[str] | None = None) -> 
         return _underscores(args)
     if option in _OPTION_EQUIVALENT:
         raise DproSpellingError(f"--option {option}: {_OPTION_EQUIVALENT[option]}")
-    _drop_ignored(args, notes)
+    _drop_ignored(args, notes, option)
     paths = _paths(args)
     rest = _underscores(args)
-    command = [option.replace("_", "-")]
+    command = _OPTION_COMMAND.get(option, [option.replace("_", "-")])
     if sub is not None:
         command, rest = _sub_option(option, sub, rest)
     return [*command[:1], *paths, *command[1:], *rest]

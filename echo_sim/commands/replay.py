@@ -33,6 +33,13 @@ network twice as fast, --scale 'BW.*=0.8'. Host delays are not scaled.
 --durations mean (or median) replays the typical iteration: every event takes the mean
 over the captured steps of its own op time, host delay and transfer; compare it with the
 measured mean iteration time (the "mean" row).
+
+--del-queue (dPRO's --del_queue, "include each partition and QueueType for communication
+traces"): every communication operation name (tensor, bucket or partition; and collective
+type) gets its own in-order channel on each rank, instead of one channel per rank and
+process group, so operations of different names never queue behind each other.
+--pretty (dPRO's switch, "output necessary info"): also print a per-rank breakdown (means
+per step: measured and replayed iteration, compute, host delay, communication, channels).
 """
 
 
@@ -70,10 +77,16 @@ def run(opts: Any) -> Result:
         check_output("--output", opts.output, force=opts.force)  # before the work
     trace = load_trace(opts.paths[0])
     res = replay(trace, scale=opts.scale or (), steps=replay_steps(opts, trace.steps),
-                 durations=opts.durations)
+                 durations=opts.durations, comm_queues="op" if opts.del_queue else "group")
     data = res.to_dict()
     data["source"] = opts.paths[0]
     text = res.text()
+    if opts.pretty:
+        from echo_sim.sim.replay_ranks import format_rank_lines, rank_lines
+
+        lines = rank_lines(res)
+        data["per_rank"] = [x.to_dict() for x in lines]
+        text += "\n" + format_rank_lines(lines)
     if opts.output:
         with flag_errors("--output", opts.output):
             p = write_chrome(opts.output, chrome_events(res.replayed_trace()),
@@ -104,6 +117,13 @@ COMMAND = Command(
             help="measured: each event keeps its own step's times; mean / median: every "
                  "step replays the mean / median over steps of each event's times (a "
                  "typical iteration, as dPRO does with averages); default measured"),
+        arg("--del-queue", "--del_queue", action="store_true",
+            help="each communication operation (tensor / bucket / partition, collective "
+                 "type) its own channel per rank, instead of one per rank and process group "
+                 "(dPRO's --del_queue)"),
+        arg("--pretty", action="store_true",
+            help="also print a per-rank breakdown: measured and replayed iteration, "
+                 "compute, host delay, communication, channels (dPRO's --pretty)"),
         arg("--output", "-o", metavar="FILE.json",
             help="write the replayed timeline as a Chrome trace (.json or .json.gz; opens in "
                  "Perfetto)"),

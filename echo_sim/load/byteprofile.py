@@ -207,7 +207,8 @@ def load_byteprofile(sources: Sequence[RankSource], *, source: str = "",
     host_mean = {h: float(np.mean(v)) for h, v in host_ts.items()}
     ref = host_mean.get(per_rank[0][0].host) if per_rank else None
     everyone = tuple(range(world))
-    ranks: list[tuple[list[float], list[int], list[tuple[float, float, int, str, dict[str, float]]]]]
+    ranks: list[tuple[list[float], list[int],
+                      list[tuple[float, float, int, str, dict[str, float], float]]]]
     ranks = []
     for _src, ops in per_rank:
         starts, step_of = _steps(ops)
@@ -221,11 +222,14 @@ def load_byteprofile(sources: Sequence[RankSource], *, source: str = "",
             subs = {split_comm_name(o.name)[1] or "total": o.dur for o in parts
                     if o.tid != "total"}
             t0 = total[0].ts if total else min(o.ts for o in parts)
-            t1 = (total[0].ts + total[0].dur) if total else max(o.ts + o.dur for o in parts)
-            spans.append((t0, t1, s, tensor, subs))
+            # the total event's own dur: ts + dur of wall-clock µs (~1.6e15) in float64 is
+            # only exact to 0.25 µs
+            dur = total[0].dur if total else max(o.ts + o.dur for o in parts) - t0
+            spans.append((t0, t0 + dur, s, tensor, subs, dur))
         spans.sort()
         ranks.append((starts, step_of, spans))
-    seq_of = {k: i for i, k in enumerate(sorted({(x[2], x[3]) for *_, sp in ranks for x in sp}))}
+    seq_of = {k: i for i, k in enumerate(sorted({(x[2], x[3]) for _, _, sp in ranks
+                                                 for x in sp}))}
     b = TraceBuilder("byteprofile", source)
     step_sets: dict[int, list[int]] = {}
     for r, ((src, ops), (starts, step_of, spans)) in enumerate(zip(per_rank, ranks, strict=True)):
@@ -248,9 +252,9 @@ def load_byteprofile(sources: Sequence[RankSource], *, source: str = "",
             b.add(rank=r, name="STEP", cat=Cat.STEP, ts_us=t0 + shift, dur_us=t1 - t0,
                   step=s, tid=1)
         lanes = comm_lanes([x[0] for x in spans], [x[1] for x in spans])
-        for (t0, t1, s, tensor, subs), lane in zip(spans, lanes, strict=True):
+        for (t0, _, s, tensor, subs, dur), lane in zip(spans, lanes, strict=True):
             b.add(rank=r, name=f"Comm.{tensor}", cat=Cat.COMM, ts_us=t0 + shift,
-                  dur_us=t1 - t0, step=s, tid=100 + lane, collective="all_reduce",
+                  dur_us=dur, step=s, tid=100 + lane, collective="all_reduce",
                   group_ranks=everyone, seq=seq_of[(s, tensor)],
                   comm_args={"sub_ops": subs} if subs else None)
         if src.dag_file is not None:

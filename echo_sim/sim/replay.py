@@ -10,7 +10,9 @@ The task graph (built with numpy from :func:`echo_sim.trace.graph.build_deps`, w
   predecessor to the issue, so a collective starts no earlier than measured relative to
   the compute that launched it;
 * one task per collective instance, holding the ``rank<r>/comm`` channel of every member
-  (one channel per rank and process group: collectives of different groups overlap):
+  (one channel per rank and process group: collectives of different groups overlap;
+  ``comm_queues="op"``, dPRO's ``--del_queue``, gives every operation name its own channel,
+  :mod:`echo_sim.sim.comm_channels`):
   it starts when the last member has issued it and all channels are free; one task per
   send/recv pair, holding the sender's ``rank<r>/send`` and the receiver's
   ``rank<r>/recv`` channel (a rank sends and receives concurrently, as
@@ -44,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from echo_sim.errors import ConfigError
+from echo_sim.sim.comm_channels import COMM_QUEUES, channel_keys, channel_name
 from echo_sim.sim.engine import Schedule, TaskGraph, run
 from echo_sim.trace.graph import (
     EDGE_ORDER,
@@ -56,6 +59,7 @@ from echo_sim.trace.graph import (
 from echo_sim.trace.model import COLLECTIVES, Cat, Trace
 
 __all__ = [
+    "COMM_QUEUES",
     "DURATIONS",
     "MAX_SCALE_FACTOR",
     "TASK_COMPUTE",
@@ -74,7 +78,7 @@ MAX_SCALE_FACTOR = 1e6
 replayed times that sum them finite (a factor of 1e308 made them inf, then NaN)."""
 DURATIONS: tuple[str, ...] = ("measured", "mean", "median")
 """Where replayed durations come from (see :func:`replay`)."""
-_SEND, _RECV = COLLECTIVES.index("send"), COLLECTIVES.index("recv")
+_SEND = COLLECTIVES.index("send")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -142,6 +146,8 @@ class ReplayResult:
     row_end_us: np.ndarray
     per_step: list[dict[str, Any]] = field(default_factory=list)
     durations: str = "measured"
+    comm_queues: str = "group"
+    num_comm_channels: int = 0
 
     @property
     def measured_iteration_time_us(self) -> float:
@@ -191,6 +197,8 @@ class ReplayResult:
             "steps": [{k: _r(v) for k, v in s.items()} for s in self.per_step],
             "scale": [f"{r.glob}={r.factor:g}" for r in self.rules],
             "durations": self.durations,
+            "comm_queues": self.comm_queues,
+            "num_comm_channels": self.num_comm_channels,
             "ranks": sorted(int(r) for r in np.unique(self.trace.events.rank)),
             "num_tasks": len(self.graph),
             "num_events": int(self.deps.compute.size + self.deps.comm.size),
@@ -203,7 +211,10 @@ class ReplayResult:
         lines = [
             f"replay of {self.deps.compute.size + self.deps.comm.size} events "
             f"({self.deps.n_inst} comm instances) on {len(np.unique(self.trace.events.rank))} "
-            f"rank(s), steps {self.deps.steps}, {self.durations} durations"
+            f"rank(s), steps {self.deps.steps}, {self.durations} durations, "
+            f"{self.num_comm_channels} comm channel(s) ("
+            + ("one per rank and process group" if self.comm_queues == "group" else
+               "one per rank, process group and operation: --del-queue") + ")"
             + (f", scale {' '.join(f'{r.glob}={r.factor:g}' for r in self.rules)}"
                if self.rules else ""),
             f"{'step':>8} {'measured ms':>12} {'replayed ms':>12} {'error':>8}",
@@ -242,7 +253,8 @@ def _r(v: Any) -> Any:
 
 # --------------------------------------------------------------------------- build
 def replay(trace: Trace, *, scale: Sequence[str] | Sequence[ScaleRule] = (),
-           steps: Sequence[int] | None = None, durations: str = "measured") -> ReplayResult:
+           steps: Sequence[int] | None = None, durations: str = "measured",
+           comm_queues: str = "group") -> ReplayResult:
     """Replay the selected steps (all by default) of ``trace``; see the module doc.
 
     ``durations``: ``"measured"`` gives every event its own step's measurement;
@@ -251,7 +263,13 @@ def replay(trace: Trace, *, scale: Sequence[str] | Sequence[ScaleRule] = (),
     every step replays the typical iteration, as dPRO's replayer does with averaged
     durations. Means add up (the mean iteration of a chain is the sum of mean op times);
     medians of right-skewed op times add up to less than the median iteration.
+
+    ``comm_queues``: ``"group"`` (one in-order channel per rank and process group) or
+    ``"op"`` (dPRO's ``--del_queue``: each operation name its own channel); see
+    :mod:`echo_sim.sim.comm_channels`.
     """
+    if comm_queues not in COMM_QUEUES:
+        raise ConfigError(f"comm_queues {comm_queues!r}: choose one of {', '.join(COMM_QUEUES)}")
     if durations not in DURATIONS:
         raise ConfigError(f"--durations {durations!r}: choose one of {', '.join(DURATIONS)}")
     rules = tuple(r if isinstance(r, ScaleRule) else parse_scale([r])[0] for r in scale)
@@ -288,7 +306,8 @@ def replay(trace: Trace, *, scale: Sequence[str] | Sequence[ScaleRule] = (),
     gap = np.where(has_pred, np.maximum(ev.ts_us[rows] - pred_end[rows], 0.0), 0.0)
     release = np.where(has_pred, 0.0, ev.ts_us[rows] - t0)
 
-    inst_dur, inst_row, inst_ts, lag = _instance_durations(trace, comm, inst, ni, end)
+    chan = channel_keys(trace, comm, comm_queues)
+    inst_dur, inst_row, inst_ts, lag = _instance_durations(trace, comm, inst, ni, end, chan)
     comp_dur = ev.dur_us[comp]
     if durations != "measured":
         ident = _identity(trace, rows)
@@ -314,7 +333,7 @@ def replay(trace: Trace, *, scale: Sequence[str] | Sequence[ScaleRule] = (),
     gc.disable()
     try:
         g = TaskGraph()
-        resources = _resources(g, trace, comp, comm, inst, ni)
+        resources = _resources(g, trace, comp, comm, inst, ni, chan, comm_queues)
         e_src = np.concatenate([task_src[src], nc + np.arange(nm), nc + nm + inst])
         e_dst = np.concatenate([task_dst[dst], nc + nm + inst, fin0 + np.arange(nm)])
         _fill(g, dur, resources, priority, np.concatenate([release, np.zeros(ni + nm)]),
@@ -332,7 +351,8 @@ def replay(trace: Trace, *, scale: Sequence[str] | Sequence[ScaleRule] = (),
     row_start[comm] = e[nc:nc + nm]  # a Comm slice starts when its rank issues it
     row_end[comm] = e[fin0:]
     result = ReplayResult(trace, deps, g, schedule, rules, t0, kinds, task_row, delay,
-                          row_start, row_end, durations=durations)
+                          row_start, row_end, durations=durations, comm_queues=comm_queues,
+                          num_comm_channels=int(np.unique(chan).size))
     result.per_step = _per_step(trace, deps, row_start, row_end)
     return result
 
@@ -390,25 +410,8 @@ def _replay_edges(trace: Trace, deps: Deps, end: np.ndarray,
     return src[keep], dst[keep], kind[keep]
 
 
-def _channels(trace: Trace, comm: np.ndarray) -> np.ndarray:
-    """Channel of each Comm row on its rank: 0 collectives, 1 sends, 2 receives."""
-    coll = trace.events.coll[comm]
-    return np.where(coll == _SEND, 1, np.where(coll == _RECV, 2, 0))
-
-
-def _channel_keys(trace: Trace, comm: np.ndarray) -> np.ndarray:
-    """An integer per Comm row naming its in-order channel: (rank, process group) for a
-    collective of a known group, (rank, send / recv / collective) otherwise."""
-    ev = trace.events
-    rank = ev.rank[comm].astype(np.int64)
-    chan = _channels(trace, comm)
-    grp = ev.group[comm].astype(np.int64)
-    per_rank = 3 + max(len(trace.groups), 1)
-    return rank * per_rank + np.where((chan == 0) & (grp >= 0), 3 + grp, chan)
-
-
 def _instance_durations(trace: Trace, comm: np.ndarray, inst: np.ndarray, ni: int,
-                        end: np.ndarray,
+                        end: np.ndarray, chan: np.ndarray,
                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per instance: transfer time (µs), first member row, last member's issue time; per
     member row: its completion lag (µs), how much later than the instance it ended.
@@ -432,7 +435,6 @@ def _instance_durations(trace: Trace, comm: np.ndarray, inst: np.ndarray, ni: in
         done[only_sends] = any_end[only_sends]
     member_done = done[inst]
     eff_start = ts.copy()
-    chan = _channel_keys(trace, comm)
     order = np.lexsort((ts, chan))
     c_sorted = chan[order]
     bounds = np.flatnonzero(np.diff(c_sorted)) + 1
@@ -452,31 +454,24 @@ def _instance_durations(trace: Trace, comm: np.ndarray, inst: np.ndarray, ni: in
 
 
 def _resources(g: TaskGraph, trace: Trace, comp: np.ndarray, comm: np.ndarray,
-               inst: np.ndarray, ni: int) -> list[tuple[int, ...]]:
+               inst: np.ndarray, ni: int, chan: np.ndarray, comm_queues: str,
+               ) -> list[tuple[int, ...]]:
     ev = trace.events
     ranks = sorted(int(r) for r in np.unique(np.concatenate([ev.rank[comp], ev.rank[comm]])))
     cres = np.zeros(max(ranks) + 1, dtype=np.int64)
     for r in ranks:
         cres[r] = g.resource(f"rank{r}/compute")
-    mres = np.zeros((max(ranks) + 1, 3), dtype=np.int64)
-    for r in ranks:
-        for c, what in enumerate(("comm", "send", "recv")):
-            mres[r, c] = g.resource(f"rank{r}/{what}")
     out: list[tuple[int, ...]] = [(x,) for x in cres[ev.rank[comp]].tolist()]
     out += [()] * comm.size
     members: list[set[int]] = [set() for _ in range(ni)]
-    # one in-order channel per key (_channel_keys): collectives of different process
-    # groups overlap, as each NCCL communicator / gloo context has its own
-    keys = _channel_keys(trace, comm)
+    # one in-order channel per key (comm_channels.channel_keys): collectives of different
+    # process groups overlap, as each NCCL communicator / gloo context has its own
     res_of: dict[int, int] = {}
     member_res = []
-    for key, r, c, grp in zip(keys.tolist(), ev.rank[comm].tolist(),
-                              _channels(trace, comm).tolist(), ev.group[comm].tolist(),
-                              strict=True):
+    for key, row in zip(chan.tolist(), comm.tolist(), strict=True):
         res = res_of.get(key)
         if res is None:
-            res = res_of[key] = int(mres[r, c]) if c or grp < 0 else \
-                g.resource(f"rank{r}/comm.g{grp}")
+            res = res_of[key] = g.resource(channel_name(trace, row, comm_queues))
         member_res.append(res)
     for i, m in zip(inst.tolist(), member_res, strict=True):
         members[i].add(m)
