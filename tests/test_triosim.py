@@ -38,7 +38,8 @@ def test_mlp_fixture_golden_values() -> None:
     t = load_trace(MLP)
     ev = t.events
     assert t.source_format == "triosim" and sorted(t.ranks) == [0] and t.steps == [0]
-    assert t.ranks[0].meta == {"format": "triosim", "tensor_csv": True}
+    assert t.ranks[0].meta == {"format": "triosim", "tensor_csv": True,
+                               "tp_split": "output_channels"}  # tpflag=1 rows
     assert [(n, ts, d) for n, ts, d, _ in _ops(t, 0)] == [
         ("FW.aten::linear", 0.0, 11.5), ("FW.aten::relu", 11.5, 3.0),
         ("FW.aten::linear", 14.5, 6.25), ("FW.aten::cross_entropy_loss", 20.75, 4.0),

@@ -26,6 +26,14 @@ How the rows map onto the trace model:
   (weight ``[out, in]`` or ``[C_out, C_in/groups, *kernel]``), when the weight shape is known;
 * ``kind`` from the operator name (:func:`kind_of`): ``aten::linear`` / ``AddmmBackward0``
   -> ``Linear``, ``aten::conv2d`` -> ``Conv2d``, ``aten::embedding`` -> ``Embedding``, ...
+* ``tpflag``: 1 marks the layers TrioSim's tensor parallelism splits (conv, linear,
+  embedding and their backward). A trace with any such row says so in each rank's meta,
+  ``tp_split`` = :data:`TP_SPLIT`, and ``simulate --tp`` splits those layers by output
+  channels (:mod:`echo_sim.workload.channel_parallel`).
+
+No row records the batch: TrioSim passes it on its command line (``-batch-size``, the
+traced batch), so a loaded trace has none and ``simulate`` takes it from
+``--traced-micro-batch`` (TrioSim's ``-batch-size`` spelling works too).
 """
 
 from __future__ import annotations
@@ -49,6 +57,7 @@ __all__ = [
     "DEFAULT_ELEMENT_BYTES",
     "STAGES",
     "TENSOR_COLUMNS",
+    "TP_SPLIT",
     "TRACE_COLUMNS",
     "is_triosim_csv",
     "kind_of",
@@ -68,6 +77,8 @@ STAGES: dict[str, Cat] = {"forward": Cat.FW, "backward": Cat.BW, "optimizer": Ca
 """TrioSim stage -> echo category."""
 DEFAULT_ELEMENT_BYTES = 4
 """Bytes per element of a tensor ``tensor.csv`` does not describe (float32)."""
+TP_SPLIT = "output_channels"
+"""``meta["tp_split"]`` of a trace with ``tpflag=1`` rows: its layers split by channels."""
 
 _PREFIX = {Cat.FW: "FW.", Cat.BW: "BW.", Cat.UPDATE: "UPDATE."}
 _EVAL = "autograd::engine::evaluate_function: "
@@ -200,6 +211,7 @@ def read_triosim(path: str | Path, *, tensor_csv: str | Path | None = None,
     if not rows:
         raise TraceFormatError(f"{trace_csv}: no operator rows after the header")
     ops: dict[int, list[tuple[float, int, dict[str, Any]]]] = {}
+    tp_rows = 0
     for line, row in rows:
         where = f"{trace_csv}:{line} (OperatorID {(row['OperatorID'] or '').strip()!r})"
         op_id = _num(row["OperatorID"], "OperatorID", where, integer=True)
@@ -210,6 +222,7 @@ def read_triosim(path: str | Path, *, tensor_csv: str | Path | None = None,
                                    f"(valid: {', '.join(STAGES)})")
         dur = _num(row["Operator_cudatimenooverlap"], "Operator_cudatimenooverlap", where)
         _num(row["Operator_cudatime"], "Operator_cudatime", where)
+        tp_rows += (row["tpflag"] or "").strip() == "1"
         name = (row["OperatorName"] or "").strip()
         if not name:
             raise TraceFormatError(f"{where}: empty OperatorName")
@@ -220,7 +233,8 @@ def read_triosim(path: str | Path, *, tensor_csv: str | Path | None = None,
     for gpu in sorted(ops):
         b.ranks[gpu] = RankInfo(rank=gpu, world_size=world, device="cuda",
                                 source=str(trace_csv),
-                                meta={"format": "triosim", "tensor_csv": bool(tensors)})
+                                meta={"format": "triosim", "tensor_csv": bool(tensors),
+                                      **({"tp_split": TP_SPLIT} if tp_rows else {})})
         t_us = 0.0
         for _op_id, _line, ev in sorted(ops[gpu], key=lambda o: (o[0], o[1])):
             b.add(rank=gpu, step=0, ts_us=t_us, **ev)

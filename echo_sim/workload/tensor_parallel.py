@@ -15,6 +15,9 @@ head are vocab-parallel. So, with ``tp`` ranks:
 
 i.e. 2 + 2 all-reduces per block and step. With activation recomputation the forward
 all-reduces run again in backward. All of them block the compute stream.
+
+Models without this pattern whose trace says its layers split by output channels (CNNs
+from TrioSim) take role ``channel`` instead: :mod:`echo_sim.workload.channel_parallel`.
 """
 
 from __future__ import annotations
@@ -22,12 +25,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from echo_sim.errors import ConfigError
+from echo_sim.workload.channel_parallel import channel_hooks
 from echo_sim.workload.ops import CommHook, Op, Workload
 
 __all__ = ["SHARDED_ROLES", "check_tensor_parallel", "tp_factors", "tp_hooks",
            "tp_param_bytes"]
 
-SHARDED_ROLES: frozenset[str] = frozenset({"column", "row", "vocab", "inner"})
+SHARDED_ROLES: frozenset[str] = frozenset({"column", "row", "vocab", "inner", "channel"})
 
 
 def check_tensor_parallel(workload: Workload, tp: int) -> None:
@@ -35,6 +39,8 @@ def check_tensor_parallel(workload: Workload, tp: int) -> None:
     if tp <= 1:
         return
     roles = {o.role for o in workload.ops if o.phase == "F"}
+    if "channel" in roles:  # split by output channels (echo_sim.workload.channel_parallel)
+        return
     if "column" not in roles or "row" not in roles:
         raise ConfigError(f"tp={tp}: the model has no column/row-parallel Linear pattern "
                           "(blocks.<i>.attn.qkv/proj, blocks.<i>.mlp.fc1/fc2) to shard; use tp=1")
@@ -107,7 +113,7 @@ def tp_hooks(fw: Sequence[Op], bw: Sequence[Op], *, mb_scale: float,
             hooks.append(_ar(f"tp.bw.{o.module}", f.in_bytes, mb_scale, "B", o.index))
         if recompute and o.role == "row" and o.module in by_module:
             hooks.append(_ar(f"tp.recompute.{o.module}", f.out_bytes, mb_scale, "B", o.index))
-    return hooks
+    return hooks + channel_hooks(fw, bw, mb_scale=mb_scale)
 
 
 def _ar(name: str, nbytes: int, mb_scale: float, phase: str, issue: int) -> CommHook:
