@@ -6,7 +6,7 @@ import sys
 from typing import Any
 
 from echo_sim.commands.checks import MAX_GLOBAL_BATCH, MAX_GPUS, int_in, parse_bytes_flag
-from echo_sim.commands.outputs import check_output, flag_errors
+from echo_sim.commands.outputs import check_output, check_output_dir, flag_errors
 from echo_sim.commands.spec import Command, Result, arg
 from echo_sim.errors import ConfigError
 
@@ -30,7 +30,9 @@ bound cannot reach the --top best is never simulated, so the ranking equals timi
 layout with `simulate`. Prints the ranked table: layout, predicted iteration time,
 throughput, peak memory, fits / OOM and the busiest rank's breakdown (compute, exposed
 communication, pipeline bubble). --output writes the best layout as a config that
-`examples/train.py --config FILE` runs with DDP / FSDP2 / DTensor TP / pipelining.
+`examples/train.py --config FILE` runs with DDP / FSDP2 / DTensor TP / pipelining;
+--format aceso --top N --output DIR writes the N best as Aceso config JSON files instead
+(searching only what Aceso's runtime runs, DDP x Megatron TP x 1F1B pipeline, unless --space).
 """
 
 
@@ -73,6 +75,12 @@ def _space_dims(text: str | None) -> tuple[str, ...]:
     return dims
 
 
+def _aceso_dims() -> tuple[str, ...]:
+    from echo_sim.search.aceso_config import ACESO_DIMENSIONS
+
+    return ACESO_DIMENSIONS
+
+
 def _workers(text: str | None) -> int | str | None:
     if text is None:
         return None
@@ -97,9 +105,13 @@ def run(opts: Any) -> Result:
         memory_limit_bytes=parse_bytes_flag("--memory-limit", opts.memory_limit,
                                             max_bytes=MAX_MEMORY_BYTES)
         if opts.memory_limit else None,
-        dims=_space_dims(opts.space), comm_profile=opts.comm_profile,
-        vary_gpus=opts.objective == "cost")
-    if opts.output:
+        dims=_aceso_dims() if opts.format == "aceso" and not opts.space
+        else _space_dims(opts.space), comm_profile=opts.comm_profile,
+        vary_gpus=opts.objective == "cost", heterogeneous=opts.heterogeneous)
+    aceso = opts.format == "aceso"
+    if opts.output and aceso and not opts.output.endswith(".json"):
+        check_output_dir("--output", opts.output)  # a directory of the --top configs
+    elif opts.output:
         check_output("--output", opts.output, force=opts.force)  # before the search
     workload = extract_workload(load_trace(opts.paths[0]))
     res = search(workload, space, objective=opts.objective, top=opts.top,
@@ -108,7 +120,16 @@ def run(opts: Any) -> Result:
     data = res.to_dict(top=opts.top)
     data["source"] = opts.paths[0]
     text = render(res, opts.top)
-    if opts.output and res.best is not None:
+    if opts.output and res.best is not None and aceso:
+        from echo_sim.search.aceso_config import write_aceso_configs
+
+        with flag_errors("--output", opts.output):
+            paths = write_aceso_configs(opts.output, res.candidates[:opts.top],
+                                        workload=workload, space=space, overwrite=opts.force)
+        data["output"] = [str(p) for p in paths]
+        text += (f"\n\nwrote {len(paths)} Aceso config(s) (best first): "
+                 f"{', '.join(str(p) for p in paths)}")
+    elif opts.output and res.best is not None:
         with flag_errors("--output", opts.output):
             path = write_train_config(opts.output, res.best, global_batch=space.global_batch,
                                       model=workload.model, source=opts.paths[0],
@@ -153,8 +174,18 @@ COMMAND = Command(
                  "cluster (RAY_ADDRESS, else a local instance)"),
         arg("--comm-profile", metavar="FILE", default=None,
             help="measured collective profile (from profile-comm)"),
-        arg("--output", "-o", metavar="FILE", default=None,
-            help="write the best layout as a config for examples/train.py --config FILE"),
+        arg("--output", "-o", metavar="FILE|DIR", default=None,
+            help="write the best layout as a config for examples/train.py --config FILE; "
+                 "with --format aceso, FILE.json gets the best layout and a DIR (made if "
+                 "absent) the --top N fitting ones as DIR/<model>_<size>_top<i>.json"),
+        arg("--heterogeneous", action="store_true",
+            help="also search per-stage recomputation when pipelining (Aceso's "
+                 "checkpoint_activations / recompute_ops): full recomputation on the first k "
+                 "of pp stages, none on the rest; needs recompute in --space"),
+        arg("--format", choices=["echo", "aceso"], default="echo",
+            help="--output config format: echo's (examples/train.py --config) or aceso "
+                 "(Aceso's config JSON: num_stages, num_gpus, model_parallel_size_of_each_op, "
+                 "recompute_ops, ...; its runtime's --flexpipe-config) (default echo)"),
         arg("--force", action="store_true", help="replace the --output file if it exists"),
     ),
 )

@@ -2,7 +2,8 @@
 
 ``load_trace(path)`` looks at what the path holds (see :mod:`echo_sim.load.discover`):
 echo_trace rank directories, ByteProfile/dPRO directories, PyTorch profiler (Kineto) JSON
-files or a TrioSim trace.csv; one rank directory, a root of many, or a single file (a trace
+files, a TrioSim trace.csv or an Aceso op database; one rank directory, a root of many, or a
+single file (a trace
 ``echo_sim combine`` wrote is split back into its ranks). Bad input ends in one
 :class:`~echo_sim.errors.EchoError` whose one-line message names the file and the problem.
 
@@ -20,6 +21,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from echo_sim.load.aceso import load_aceso
 from echo_sim.load.byteprofile import load_byteprofile
 from echo_sim.load.discover import FORMATS, RankSource, discover
 from echo_sim.load.echo import load_echo
@@ -36,7 +38,7 @@ PROGRESS_MIN_FILES = 8
 """With ``progress=None``, a bar is shown for this many files or more (stderr a tty)."""
 
 _LOADERS = {"echo": load_echo, "byteprofile": load_byteprofile, "kineto": load_kineto,
-            "triosim": load_triosim}
+            "triosim": load_triosim, "aceso": load_aceso}
 
 
 def _progress_wrapper(

@@ -14,13 +14,14 @@ import zlib
 from pathlib import Path
 
 from echo_sim.errors import TraceFormatError, TraceNotFoundError
+from echo_sim.load.aceso import is_aceso_csv, pick_aceso_file
 from echo_sim.load.jsonio import GZIP_MAGIC
 from echo_sim.load.sources import RankSource
 from echo_sim.load.triosim import is_triosim_csv
 
 __all__ = ["FORMATS", "MAX_DEPTH", "RankSource", "discover", "sniff_format"]
 
-FORMATS: tuple[str, ...] = ("echo", "byteprofile", "kineto", "triosim")
+FORMATS: tuple[str, ...] = ("echo", "byteprofile", "kineto", "triosim", "aceso")
 MAX_DEPTH = 3
 _HEAD_BYTES = 65536
 
@@ -37,7 +38,7 @@ _OP_NAME = re.compile(rb'"name"\s*:\s*"(?:FW|BW|Comm|UPDATE)\.')
 _HELP = (
     "looked for <node>_<local>/trace.json[.gz] + meta.json (echo), bps_trace_*.json or "
     "trace.json + dag.gml (ByteProfile/dPRO), PyTorch profiler *.json[.gz] (Kineto), "
-    "trace.csv (TrioSim), "
+    "trace.csv (TrioSim), {model}_{size}_mbs{m}_tp{t}_algo{a}.csv (Aceso), "
     f"up to {MAX_DEPTH} levels deep"
 )
 
@@ -113,6 +114,9 @@ def _rank_dir_source(d: Path, root: Path) -> RankSource | None:
     host = _host_of(d, root)
     if "trace.csv" in names and is_triosim_csv(names["trace.csv"]):
         return RankSource("triosim", names["trace.csv"], d, None, None, host)
+    aceso = pick_aceso_file(d) if any(n.endswith("_algo0.csv") for n in names) else None
+    if aceso is not None:
+        return RankSource("aceso", aceso, d, None, None, host)
     bps = sorted((p for n, p in names.items() if _BPS_TRACE.match(n)), key=_natural_key)
     trace = next((names[n] for n in _ECHO_TRACE if n in names), None)
     if trace is not None:
@@ -144,6 +148,8 @@ def _file_source(f: Path) -> RankSource:
     dag = d / "dag.gml"
     if f.suffix == ".csv" and is_triosim_csv(f):
         return RankSource("triosim", f, d, None, None, d.name)
+    if f.suffix == ".csv" and is_aceso_csv(f):
+        return RankSource("aceso", f, d, None, None, d.name)
     if _BPS_TRACE.match(f.name):
         return RankSource("byteprofile", f, d, None, dag if dag.is_file() else None, d.name)
     fmt = ("echo" if f.name in _ECHO_TRACE and meta.is_file()

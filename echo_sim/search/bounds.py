@@ -92,7 +92,9 @@ class MemoryFloor:
         return got
 
     def __call__(self, layout: ParallelLayout, global_batch: int) -> float:
-        total, act, work = self._sums(layout.tp, layout.micro_batch, layout.recompute,
+        # per-stage recomputation holds at least what full recomputation everywhere holds
+        total, act, work = self._sums(layout.tp, layout.micro_batch,
+                                      "full" if layout.stage_recompute else layout.recompute,
                                       layout.sp)
         params, grads, opt = model_state_bytes(total, elem_bytes=self.elem, states=self.states,
                                                mixed=self.mixed,

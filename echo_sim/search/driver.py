@@ -361,7 +361,8 @@ def _branch_and_bound(ex: _Executor, layouts: list[ParallelLayout], space: Searc
             _, lay, p = ranked[i]
             i += 1
             # level 2: simulate's memory model and a pipeline-aware bound on the same split
-            mem = p.memory_bytes(lay, gb)
+            # (per-stage recomputation: the probe's memory is its no-recompute one, no bound)
+            mem = p.memory_bytes(lay, gb) if not lay.stage_recompute else 0.0
             if mem > limit:
                 absorb([("memory", lay, mem)])
                 continue

@@ -18,8 +18,16 @@ Large-Scale Language Model Training on GPU Clusters Using Megatron-LM", §3 take
   sequence parallelism only with ``tp >= 2`` (Korthikanti et al. 2022, "Reducing
   Activation Recomputation in Large Transformer Models", §4.2 and §5).
 
+Heterogeneous layouts (``SearchSpace(heterogeneous=True)``, ``search --heterogeneous``;
+Aceso's per-stage ``checkpoint_activations`` / ``recompute_ops``): with ``pp >= 2`` and
+recomputation searched, full recomputation on the first ``k`` stages and none on the rest,
+``1 <= k < pp``. Only prefixes are offered: under 1F1B stage ``s`` holds ``pp - s``
+micro-batches of activations, so an earlier stage gains more memory from recomputing than a
+later one for the same time; the ``pp - 1`` prefixes keep the space linear in ``pp``.
+
 What the simulator cannot express, and so the space does not offer: ZeRO-1/2 (only DDP
-or full sharding); uneven pipeline stages.
+or full sharding); uneven pipeline stages; a tensor-parallel degree or GPU count that
+differs between pipeline stages (Aceso's per-stage ``num_gpus``).
 """
 
 from __future__ import annotations
@@ -68,6 +76,7 @@ class SearchSpace:
     ``micro_batch``: restrict a dimension to these values (``None``: every valid one).
     ``memory_limit_bytes``: device memory (default: the cluster GPU's). ``vary_gpus``: also
     try every divisor of ``gpus`` as the world size (the ``cost`` objective).
+    ``heterogeneous``: also per-stage recomputation (module docstring).
     """
 
     gpus: int
@@ -86,6 +95,7 @@ class SearchSpace:
     sequence_parallel: tuple[bool, ...] = (False, True)
     comm_profile: str | None = None
     vary_gpus: bool = False
+    heterogeneous: bool = False
 
     def __post_init__(self) -> None:
         for name, cap in (("gpus", MAX_GPUS), ("global_batch", MAX_GLOBAL_BATCH),
@@ -135,6 +145,7 @@ class ParallelLayout:
     recompute: str = "none"
     schedule: str = "1f1b"
     sp: bool = False
+    stage_recompute: tuple[str, ...] = ()  # per pipeline stage; () = recompute everywhere
 
     @property
     def world(self) -> int:
@@ -152,7 +163,9 @@ class ParallelLayout:
             parts.append(f"v{self.vpp}")
         parts.append(f"mb{self.micro_batch}")
         parts.append("fsdp" if self.fsdp else "ddp")
-        if self.recompute != "none":
+        if self.stage_recompute:
+            parts.append("rc-" + "/".join(self.stage_recompute))
+        elif self.recompute != "none":
             parts.append(f"rc-{self.recompute}")
         if self.pp > 1:
             parts.append(self.schedule)
@@ -162,7 +175,7 @@ class ParallelLayout:
         return {"dp": self.dp, "tp": self.tp, "pp": self.pp, "vpp": self.vpp,
                 "micro_batch": self.micro_batch, "fsdp": self.fsdp,
                 "recompute": self.recompute, "sequence_parallel": self.sp,
-                "schedule": self.schedule}
+                "schedule": self.schedule, "stage_recompute": list(self.stage_recompute)}
 
     def sim_config(self, space: SearchSpace, *, global_batch: int | None = None,
                    keep_schedule: bool = True) -> Any:
@@ -177,7 +190,7 @@ class ParallelLayout:
             virtual_stages=self.vpp, gpus_per_node=gpn,
             nodes=self.world // gpn if self.world % gpn == 0 else None,
             cluster=space.cluster, fsdp=self.fsdp, recompute=self.recompute,
-            sequence_parallel=self.sp,
+            sequence_parallel=self.sp, stage_recompute=self.stage_recompute or None,
             comm_profile=space.comm_profile, memory_limit_bytes=space.memory_limit_bytes)
 
 
@@ -240,15 +253,26 @@ def enumerate_layouts(workload: Any, space: SearchSpace) -> tuple[list[ParallelL
                         for fsdp in space.fsdp if "fsdp" in dims else (False,):
                             if fsdp and dp < 2:
                                 continue
-                            for rc in recomputes:
+                            for rc, per_stage in _recomputes(space, recomputes, pp, vpp):
                                 for sp in sps:
                                     out.append(ParallelLayout(dp=dp, tp=tp, pp=pp, vpp=vpp,
                                                               micro_batch=mb, fsdp=fsdp,
                                                               recompute=rc, schedule=sched,
-                                                              sp=sp))
+                                                              sp=sp, stage_recompute=per_stage))
     if not out:
         notes.append(_why_empty(space, blocks, heads, can_tp))
     return out, notes
+
+
+def _recomputes(space: SearchSpace, uniform: list[str], pp: int, vpp: int
+                ) -> list[tuple[str, tuple[str, ...]]]:
+    """(recompute, per-stage modes) to try: each uniform mode, then with ``heterogeneous``
+    full recomputation on the first ``k`` of ``pp`` stages (module docstring). A per-stage
+    layout's ``recompute`` is ``none``: the probe its time bound starts from."""
+    out: list[tuple[str, tuple[str, ...]]] = [(rc, ()) for rc in uniform]
+    if space.heterogeneous and pp >= 2 and vpp == 1 and {"none", "full"} <= set(uniform):
+        out += [("none", ("full",) * k + ("none",) * (pp - k)) for k in range(1, pp)]
+    return out
 
 
 def _schedules(space: SearchSpace, dims: set[str], pp: int, blocks: int,

@@ -156,7 +156,7 @@ def unit_stages(fw_all: Sequence[Op], bw_all: Sequence[Op], time_us: np.ndarray,
 
 def make_plan(workload: Workload, layout: Layout, base_time_us: np.ndarray, *,
               mb_scale: float = 1.0, fsdp: bool = False, fsdp_overlap: bool = True,
-              recompute: bool | str = False, dp_mode: str = "ddp",
+              recompute: bool | str | tuple[str, ...] = False, dp_mode: str = "ddp",
               bucket_cap_bytes: int = 25 * 1024 * 1024, stage_split: str = "time",
               sequence_parallel: bool = False, fsdp_impl: str = "fsdp2") -> Plan:
     """Op times and hooks per virtual stage for ``layout`` (see the module docstring).
@@ -167,18 +167,39 @@ def make_plan(workload: Workload, layout: Layout, base_time_us: np.ndarray, *,
     replicates inside blocks (layer norms, dropout-adds) run on ``1/tp`` of the sequence;
     the all-reduces become reduce-scatter + all-gather of the same total bytes.
     ``fsdp_impl``: ``fsdp2`` or ``deepspeed-2021`` (:mod:`echo_sim.cost.zero3`).
+    ``recompute``: one mode for every stage, or one per pipeline stage (Aceso's per-stage
+    ``checkpoint_activations``; ``virtual == 1``). Per-stage modes that differ split the
+    pipeline on the times without recomputation, then recompute on the stages that ask for
+    it; a per-stage tuple of one mode is that uniform mode.
     """
+    stage_modes: tuple[str, ...] | None = None
+    if isinstance(recompute, tuple):
+        stage_modes = tuple(recompute_mode(r) for r in recompute)
+        if len(stage_modes) != layout.pp * layout.virtual:
+            from echo_sim.errors import ConfigError
+
+            raise ConfigError(f"recompute: {len(stage_modes)} per-stage modes for "
+                              f"{layout.pp * layout.virtual} pipeline stages")
+        if len(set(stage_modes)) == 1:
+            recompute, stage_modes = stage_modes[0], None
+        else:
+            recompute = "none"
     mode = recompute_mode(recompute)
     fetch_us(0.0, 1, fsdp_impl)  # validates the name
     ops = list(workload.ops)
     fw_all = [o for o in ops if o.phase == "F"]
     bw_all = [o for o in ops if o.phase == "B"]
     tp = layout.tp
-    # (2) tensor parallel: shard the op times (dur and gap parts separately)
+    # (2) tensor parallel: shard the op times (dur and gap parts separately), or take the
+    # times measured at this tp (an Aceso op database profiles every tp)
     dur_f, gap_f = tp_factors(ops, tp)
     t = np.array(base_time_us, dtype=float)
+    measured = workload.tp_time_us.get(tp) if tp > 1 else None
     for o in ops:
-        if o.time_us > 0 and (dur_f[o.index] != 1.0 or gap_f[o.index] != 1.0):
+        if measured is not None:
+            if o.time_us > 0:
+                t[o.index] *= measured[o.index] / o.time_us
+        elif o.time_us > 0 and (dur_f[o.index] != 1.0 or gap_f[o.index] != 1.0):
             t[o.index] *= (o.dur_us * dur_f[o.index] + o.gap_us * gap_f[o.index]) / o.time_us
     if sequence_parallel and tp > 1:
         for o in ops:
@@ -199,6 +220,13 @@ def make_plan(workload: Workload, layout: Layout, base_time_us: np.ndarray, *,
         f = fw_of.get(o.module) if o.phase == "B" else o
         return stage_of_unit[f.unit] if f is not None else nvs - 1
 
+    if stage_modes is not None:  # (3) per stage, on the split made without it
+        by_index = {o.index: o for o in ops}
+        for o in bw_all:
+            m = stage_modes[vs_of(o)]
+            if o.fw >= 0 and m != "none" and (m == "full" or by_index[o.fw].kind == "Attention"):
+                t[o.index] += t[o.fw]
+
     stages = [StagePlan(fw=[], bw=[]) for _ in range(nvs)]
     for o in fw_all:
         stages[vs_of(o)].fw.append(o)
@@ -211,7 +239,8 @@ def make_plan(workload: Workload, layout: Layout, base_time_us: np.ndarray, *,
         sp.param_bytes = sum(pbytes(o) for o in sp.fw)
         # (2) tensor-parallel all-reduces
         if tp > 1:
-            sp.hooks += tp_hooks(sp.fw, sp.bw, mb_scale=mb_scale, recompute=mode == "full")
+            full = (stage_modes[k] if stage_modes is not None else mode) == "full"
+            sp.hooks += tp_hooks(sp.fw, sp.bw, mb_scale=mb_scale, recompute=full)
         # (4) gradient synchronisation
         if layout.dp > 1 or fsdp:
             if fsdp:
@@ -234,7 +263,8 @@ def make_plan(workload: Workload, layout: Layout, base_time_us: np.ndarray, *,
         update_us.append(upd * frac)
     return Plan(time_us=t, stages=stages, update_us=update_us, pre_us=workload.pre_us,
                 post_us=workload.post_us, stage_of_unit=stage_of_unit, fsdp_impl=fsdp_impl,
-                recompute=mode)
+                recompute=mode if stage_modes is None else max(
+                    stage_modes, key=RECOMPUTE_MODES.index))
 
 
 def _offset(hooks: list[CommHook], base: int) -> list[CommHook]:

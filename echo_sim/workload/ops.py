@@ -158,7 +158,10 @@ class Workload:
     ``ops`` are in execution order (forward, backward, update). ``params``: (name, bytes,
     dtype) in registration order (``meta.json`` params, else one entry per module).
     ``model``: ``meta["model"]`` of a synthetic trace (layers/hidden/heads/seq/vocab), else
-    what could be inferred (hidden, seq), else {}.
+    what could be inferred (hidden, seq), else {}. ``tp_time_us``: measured time (µs) of
+    every op (by index) on one rank of a ``tp``-way tensor-parallel group, for each profiled
+    ``tp`` (an Aceso op database's ``meta["tp_time_us"]``); empty when only ``tp = 1`` was
+    traced.
     """
 
     ops: tuple[Op, ...]
@@ -176,6 +179,7 @@ class Workload:
     peak_memory_kind: str = ""
     rank: int = 0
     steps_used: int = 1
+    tp_time_us: dict[int, tuple[float, ...]] = field(default_factory=dict)
 
     @property
     def fw_ops(self) -> list[Op]:
@@ -331,8 +335,20 @@ def extract_workload(trace: Trace, *, rank: int | None = None) -> Workload:
         device_name=str(meta.get("device_name", "")),
         model=_model_info(meta, ops, int(mb) if mb else None), buckets=buckets,
         peak_memory_bytes=peak, peak_memory_kind=peak_kind, rank=rank,
-        steps_used=int(used.size),
+        steps_used=int(used.size), tp_time_us=_tp_times(meta.get("tp_time_us"), len(ops)),
     )
+
+
+def _tp_times(given: Any, n_ops: int) -> dict[int, tuple[float, ...]]:
+    """``meta["tp_time_us"]`` ({tp: [µs per op]}) kept where it has one time per op."""
+    if not isinstance(given, dict):
+        return {}
+    out: dict[int, tuple[float, ...]] = {}
+    for tp, times in given.items():
+        if str(tp).isdigit() and int(tp) > 1 and isinstance(times, list) and \
+                len(times) == n_ops:
+            out[int(tp)] = tuple(float(x) for x in times)
+    return out
 
 
 def _with_saved(ops: list[Op], saved: Any) -> list[Op]:
