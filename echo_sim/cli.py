@@ -24,6 +24,7 @@ from typing import Any, NoReturn
 from echo_sim.commands import COMMAND_MODULES
 from echo_sim.commands.dpro import translate_dpro_argv
 from echo_sim.commands.spec import Command
+from echo_sim.commands.triosim import translate_triosim_argv
 from echo_sim.errors import ConfigError, EchoError
 from echo_sim.textsafe import safe_text
 
@@ -79,15 +80,7 @@ def build_parser(commands: Sequence[Command]) -> argparse.ArgumentParser:
             epilog=cmd.epilog or None,
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
-        if cmd.paths == 1:
-            p.add_argument("paths", nargs=1, metavar="PATH", help="trace directory or file")
-        elif cmd.paths == -1:
-            p.add_argument("paths", nargs="+", metavar="PATH",
-                           help="trace directory or file (several: one file, runs side by side)")
-        elif cmd.paths == 2:
-            p.add_argument("paths", nargs=2, metavar="PATH", help="two traces to compare: A B")
-        for a in cmd.args:
-            p.add_argument(*a.flags, **a.kwargs)
+        cmd.add_arguments(p)
         p.add_argument("--json", action="store_true", help="print one JSON object to stdout")
         p.set_defaults(_command=cmd)
     return parser
@@ -201,7 +194,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         parser = build_parser(load_commands())
         notes: list[str] = []
-        translated = translate_dpro_argv(argv, notes)
+        translated = translate_dpro_argv(translate_triosim_argv(argv, notes), notes)
         for note in notes:
             _write(sys.stderr, f"echo_sim: {note}")
         opts = parser.parse_args(translated)

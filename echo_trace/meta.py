@@ -59,6 +59,8 @@ def build_meta(*, config: Any, ranks: Any, clock: Any, modules: Any, rec: Any, c
     detected = modules.micro_batch_size if modules is not None else None
     meta: dict[str, Any] = {
         "echo_version": echo_version(), "torch_version": torch.__version__,
+        # "highest": fp32 matmuls run at the fp32 rate; "high"/"medium": TF32 / bf16 passes
+        "float32_matmul_precision": torch.get_float32_matmul_precision(),
         "rank": ranks.rank, "local_rank": ranks.local_rank, "node_rank": ranks.node_rank,
         "world_size": ranks.world_size, "local_world_size": ranks.local_world_size,
         "rank_source": ranks.source, "backend": _backend(), "device": device,

@@ -37,3 +37,7 @@ python -m echo_sim simulate "$OUT/traces" --dp 8 --cluster dgx-h100
 # 5. search the layouts of 8 H100s for this model, and write the winner as a config
 python -m echo_sim search "$OUT/traces" --gpus 8 --gpus-per-node 8 --cluster dgx-h100 \
   --global-batch 64 --top 5 --output "$OUT/best.json"
+
+# 6. one page to look at: the measurement and the 4-process prediction side by side
+python -m echo_sim report "$OUT/traces" --output "$OUT/report.html" --simulate '--dp 4'
+echo "open $OUT/report.html in a browser"

@@ -54,7 +54,8 @@ def test_statistic_table_json_csv_plot(capsys, trace_dir, tmp_path):
     assert (tmp_path / "steps.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     code, out, _ = run(capsys, "statistic", trace_dir, "--json", "--sort", "mean")
     d = json.loads(out)
-    assert d["step_time_us"] == 430.0 and d["categories"]["idle"]["total_us"] == 100.0
+    assert d["step_time_us"] == 430.0 and d["categories"]["idle"]["total_us"] == 15.0
+    assert d["categories"]["Comm_exposed"]["total_us"] == 85.0  # idle before the parts split
     assert d["ops"][0]["name"] == "Comm.bucket0" and len(d["ops"]) == 6
 
 

@@ -18,10 +18,12 @@ COMMAND_MODULES: tuple[str, ...] = (
     "graph",
     "replay",
     "stragglers",
+    "report",
     "simulate",
     "search",
     "synth",
     "profile_comm",
+    "export",
 )
 
 __all__ = ["Arg", "COMMAND_MODULES", "Command", "Result", "arg"]

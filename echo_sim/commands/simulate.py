@@ -9,7 +9,7 @@ from echo_sim.commands.outputs import check_output_dir, flag_errors
 from echo_sim.commands.spec import Command, Result, arg
 from echo_sim.errors import ConfigError
 
-__all__ = ["COMMAND", "render"]
+__all__ = ["COMMAND", "render", "sim_config"]
 
 MAX_WRITTEN_RANKS = 64
 # Bounds of the flags (checked before any work): beyond them a run exhausts memory or time.
@@ -43,6 +43,16 @@ samples, printed under "models"): the compute slowdown of ranks sharing cores (o
 they oversubscribe the free cores), DTensor dispatch per tensor-parallel Linear, the
 optimizer's cost per DTensor parameter (--optimizer), FSDP2's per-unit hooks and copies,
 and the wait at each synchronisation as a function of the compute before it.
+
+The network is the cluster preset's unless stated: --ptp-bandwidth (every GPU-to-GPU link,
+NVLink inside a node), --bandwidth (each GPU's path off its node), --topology and a mesh of
+--num-rows x --num-cols nodes; --interconnects optical is TrioSim's optical mesh, one GPU per
+mesh position linked at --ptp-bandwidth. Rates are GB/s per direction (a bare number, or
+300GB/s, 1.2TB/s, 400Gb/s) and replace the preset's link rates in the same alpha-beta model.
+TrioSim's spellings work as written: -ptp-bandwidth, -bandwidth, -numRows, -numCols,
+-interconnects 0|1, -batch-size (the traced batch; TrioSim traces record none) and
+-batch-size-sim (the simulated one, = --micro-batch). With --tp, a TrioSim trace's
+tpflag layers (conv, linear, embedding) are split by output channels.
 
 --output DIR writes the simulated timeline as per-rank echo traces (one directory per
 simulated rank, at most 64) that statistic / critical / combine read.
@@ -105,12 +115,40 @@ def _check_bounds(opts: Any) -> int | None:
     return parse_bytes_flag("--memory-limit", opts.memory_limit, max_bytes=MAX_MEMORY_BYTES)
 
 
-def run(opts: Any) -> Result:
-    from echo_sim.load import load_trace
-    from echo_sim.sim.simulate import SimConfig, simulate
+def _rate(flag: str, text: str | None) -> float | None:
+    """A link rate flag in GB/s (see :func:`~echo_sim.cost.network.parse_bandwidth_gbps`)."""
+    if text is None:
+        return None
+    from echo_sim.cost.network import parse_bandwidth_gbps
+
+    try:
+        return parse_bandwidth_gbps(text)
+    except ConfigError as e:
+        raise ConfigError(str(e).replace(f"bandwidth={text!r}", f"{flag} {text!r}", 1)) \
+            from None
+
+
+def _network(opts: Any) -> Any:
+    """The stated network (None when no network flag is given)."""
+    from echo_sim.cost.network import NetworkSpec
+
+    optical = opts.interconnects in ("1", "optical")
+    ptp = _rate("--ptp-bandwidth", opts.ptp_bandwidth)
+    remote = _rate("--bandwidth", opts.bandwidth)
+    if not optical and ptp is None and remote is None and opts.topology is None and \
+            opts.num_rows is None and opts.num_cols is None:
+        return None
+    return NetworkSpec(ptp_bw_gbps=ptp, remote_bw_gbps=remote, topology=opts.topology,
+                       mesh_rows=opts.num_rows, mesh_cols=opts.num_cols, gpu_mesh=optical)
+
+
+def sim_config(opts: Any) -> Any:
+    """The :class:`~echo_sim.sim.simulate.SimConfig` parsed simulate options describe (also
+    what ``report --simulate`` predicts with)."""
+    from echo_sim.sim.simulate import SimConfig
 
     memory_limit = _check_bounds(opts)
-    config = SimConfig(
+    return SimConfig(
         dp=opts.dp, tp=opts.tp, pp=opts.pp, micro_batch=opts.micro_batch,
         global_batch=opts.global_batch, schedule=opts.schedule,
         virtual_stages=opts.virtual_stages, nodes=opts.nodes, gpus_per_node=opts.gpus_per_node,
@@ -120,7 +158,15 @@ def run(opts: Any) -> Result:
         memory_limit_bytes=memory_limit,
         compute_factor=opts.compute_factor, data_parallel=opts.data_parallel,
         stage_split=opts.stage_split, mode=opts.mode,
-        vocab_parallel=not opts.no_vocab_parallel)
+        vocab_parallel=not opts.no_vocab_parallel, network=_network(opts),
+        traced_micro_batch=opts.traced_micro_batch)
+
+
+def run(opts: Any) -> Result:
+    from echo_sim.load import load_trace
+    from echo_sim.sim.simulate import simulate
+
+    config = sim_config(opts)
     if opts.output:
         check_output_dir("--output", opts.output)  # before the work
     trace = load_trace(opts.paths[0])
@@ -165,14 +211,23 @@ COMMAND = Command(
     help="predict iteration time, throughput and memory at another scale / layout / cluster",
     description=DESCRIPTION,
     run=run,
-    param_flags={"memory_limit_bytes": "--memory-limit", "batch_traces": "--batch-trace"},
+    param_flags={"memory_limit_bytes": "--memory-limit", "batch_traces": "--batch-trace",
+                 "ptp_bw_gbps": "--ptp-bandwidth", "remote_bw_gbps": "--bandwidth",
+                 "mesh_rows": "--num-rows", "mesh_cols": "--num-cols",
+                 "mesh_dims": "--num-rows x --num-cols", "gpu_mesh": "--interconnects optical"},
     args=(
         arg("--dp", type=int_in(1, MAX_GPUS), default=1, help="data-parallel degree (default 1)"),
         arg("--tp", type=int_in(1, MAX_GPUS), default=1,
             help="tensor-parallel degree (default 1)"),
         arg("--pp", type=int_in(1, MAX_GPUS), default=1, help="pipeline stages (default 1)"),
-        arg("--micro-batch", type=int_in(1, 2**20), default=None,
-            help="samples per micro-batch (default: the traced one)"),
+        arg("--micro-batch", "--batch-size-sim", "-batch-size-sim", type=int_in(1, 2**20),
+            default=None, help="samples per micro-batch per GPU (TrioSim: -batch-size-sim) "
+                               "(default: the traced one)"),
+        arg("--traced-micro-batch", "--batch-size", "-batch-size", type=int_in(1, 2**20),
+            default=None,
+            help="the micro-batch the trace was taken at (TrioSim: -batch-size), for traces "
+                 "that record none, as TrioSim's (default: the trace's meta.json, else 1 "
+                 "with a warning)"),
         arg("--global-batch", type=int_in(1, 2**40), default=None,
             help="samples per iteration over all data-parallel ranks (default: dp x "
                  "micro-batch, x pp with pipelining)"),
@@ -189,6 +244,27 @@ COMMAND = Command(
                  "the traced op times to it)"),
         arg("--gpu", default=None,
             help="target GPU preset (default: the cluster's, else the traced one)"),
+        arg("--ptp-bandwidth", "-ptp-bandwidth", metavar="RATE", default=None,
+            help="GPU-to-GPU link rate per direction, GB/s (e.g. 300, 300GB/s, 2.4Tb/s): "
+                 "NVLink inside a node, each mesh link with --interconnects optical "
+                 "(TrioSim: -ptp-bandwidth) (default: the cluster preset's)"),
+        arg("--bandwidth", "-bandwidth", metavar="RATE", default=None,
+            help="each GPU's rate off its node (its NIC), GB/s per direction; TrioSim's "
+                 "GPU-to-remote-memory -bandwidth (echo has no remote memory: it is the "
+                 "link every transfer leaving a node takes) (default: the preset's)"),
+        arg("--topology", choices=["switch", "ring", "mesh2d", "torus2d"], default=None,
+            help="network between nodes (default: the preset's, a switch; --num-rows / "
+                 "--num-cols alone mean mesh2d)"),
+        arg("--num-rows", "--numRows", "-numRows", type=int_in(1, MAX_GPUS), default=None,
+            help="rows of the node mesh (TrioSim: -numRows) (default: nodes / --num-cols, "
+                 "else the most square grid; 1 with --interconnects optical)"),
+        arg("--num-cols", "--numCols", "-numCols", type=int_in(1, MAX_GPUS), default=None,
+            help="columns of the node mesh (TrioSim: -numCols) (default: nodes / "
+                 "--num-rows)"),
+        arg("--interconnects", "-interconnects", choices=["electrical", "optical", "0", "1"],
+            default=None,
+            help="optical (1): TrioSim's optical mesh, one GPU per mesh position, links at "
+                 "--ptp-bandwidth; electrical (0, default): the preset's nodes"),
         arg("--optimizer", choices=["foreach", "loop"], default=None,
             help="optimizer implementation of the predicted job, for DTensor parameter "
                  "costs (default: torch's: foreach on GPUs, per-parameter loop on CPU)"),

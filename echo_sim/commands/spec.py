@@ -51,3 +51,17 @@ class Command:
     paths: int = 1
     epilog: str = ""
     param_flags: dict[str, str] = field(default_factory=dict)
+
+    def add_arguments(self, parser: Any) -> None:
+        """Add this command's PATH positionals and options to an ``argparse`` parser."""
+        if self.paths == 1:
+            parser.add_argument("paths", nargs=1, metavar="PATH", help="trace directory or file")
+        elif self.paths == -1:
+            parser.add_argument("paths", nargs="+", metavar="PATH",
+                                help="trace directory or file (several: one file, runs side "
+                                     "by side)")
+        elif self.paths == 2:
+            parser.add_argument("paths", nargs=2, metavar="PATH",
+                                help="two traces to compare: A B")
+        for a in self.args:
+            parser.add_argument(*a.flags, **a.kwargs)

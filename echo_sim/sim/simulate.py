@@ -35,6 +35,7 @@ from echo_sim.cost.memory_model import (
     model_state_bytes,
     optimizer_states,
 )
+from echo_sim.cost.network import NetworkSpec, apply_network, describe_network
 from echo_sim.errors import ConfigError
 from echo_sim.sim.engine import Schedule, run
 from echo_sim.sim.host_costs import apply_host_costs
@@ -49,6 +50,7 @@ from echo_sim.sim.target import (
 )
 from echo_sim.trace.model import Trace
 from echo_sim.workload.build import Built, Layout, Plan, build_graph, make_plan
+from echo_sim.workload.channel_parallel import CHANNEL_SPLIT, channel_parallel, channel_summary
 from echo_sim.workload.data_parallel import DP_MODES
 from echo_sim.workload.ops import Workload, extract_workload
 from echo_sim.workload.pipeline import SCHEDULES, STAGE_SPLITS
@@ -88,14 +90,26 @@ class SimConfig:
     mode: str = "symmetric"
     link_contention: bool = False
     vocab_parallel: bool = True  # tp: shard the token embedding and head by vocabulary
+    # one recompute mode per pipeline stage (Aceso's checkpoint_activations), over recompute
+    stage_recompute: tuple[str, ...] | None = None
+    network: NetworkSpec | None = None  # link rates / topology over the preset's
+    traced_micro_batch: int | None = None  # default: meta.json's (TrioSim traces have none)
 
     def __post_init__(self) -> None:
+        if self.stage_recompute is not None:
+            from echo_sim.workload.build import RECOMPUTE_MODES
+
+            if len(self.stage_recompute) != self.pp or self.virtual_stages != 1 or any(
+                    r not in RECOMPUTE_MODES for r in self.stage_recompute):
+                raise ConfigError(f"stage_recompute={self.stage_recompute!r}: give one of "
+                                  f"{', '.join(RECOMPUTE_MODES)} per pipeline stage (pp="
+                                  f"{self.pp}, no virtual stages)")
         for name in ("dp", "tp", "pp", "virtual_stages"):
             v = getattr(self, name)
             if not isinstance(v, int) or v < 1:
                 raise ConfigError(f"{name}={v!r} must be an integer >= 1")
         for name in ("micro_batch", "global_batch", "nodes", "gpus_per_node",
-                     "memory_limit_bytes"):
+                     "memory_limit_bytes", "traced_micro_batch"):
             v = getattr(self, name)
             if v is not None and (not isinstance(v, int) or v < 1):
                 raise ConfigError(f"{name}={v!r} must be an integer >= 1")
@@ -212,6 +226,7 @@ class SimResult:
             "layout": {"dp": c.dp, "tp": c.tp, "pp": c.pp, "schedule": c.schedule,
                        "virtual_stages": c.virtual_stages, "fsdp": c.fsdp,
                        "recompute": c.recompute, "data_parallel": c.data_parallel,
+                       "stage_recompute": list(c.stage_recompute or ()),
                        "micro_batch": self.micro_batch, "global_batch": self.global_batch,
                        "micro_batches": self.micro_batches, "nodes": self.nodes,
                        "gpus_per_node": self.gpus_per_node, "cluster": self.cluster,
@@ -270,9 +285,16 @@ def _resolve_cluster(config: SimConfig, hw: HardwareChoice) -> Any:
         gpn = world // nodes if nodes else min(world, per_node)
     if nodes is None:
         nodes = -(-world // gpn)
+    net = config.network
+    if net is not None and net.gpu_mesh:  # one GPU per mesh position
+        if config.gpus_per_node not in (None, 1) or config.nodes not in (None, world):
+            raise ConfigError(f"gpu_mesh puts one GPU at each mesh position; gpus_per_node="
+                              f"{config.gpus_per_node} and nodes={config.nodes} must be "
+                              f"unset (or 1 and dp·tp·pp = {world})")
+        gpn, nodes = 1, world
     if nodes * gpn < world:
         raise ConfigError(f"nodes·gpus_per_node = {nodes}·{gpn} < dp·tp·pp = {world}")
-    return get_cluster(hw.cluster, nodes=nodes, gpus_per_node=gpn)
+    return apply_network(get_cluster(hw.cluster, nodes=nodes, gpus_per_node=gpn), net)
 
 
 def _check_workload(config: SimConfig, workload: Workload, micro_batches: int) -> None:
@@ -314,6 +336,9 @@ def simulate(trace: Trace | Workload, config: SimConfig, *, comm: Any = None,
     notes = _Notes()
     workload, meta = _workload(trace, config)
     traced_mb, mb_source = traced_micro_batch(meta)
+    if config.traced_micro_batch is not None:
+        traced_mb, mb_source = config.traced_micro_batch, (
+            "stated: traced_micro_batch (--traced-micro-batch, TrioSim's -batch-size)")
     batch = choose_batch(config.micro_batch, traced_mb or workload.micro_batch, mb_source)
     # op times scale from the traced micro-batch, or from the assumed 1 (said so)
     workload = replace(workload, micro_batch=batch.traced or 1)
@@ -325,12 +350,19 @@ def simulate(trace: Trace | Workload, config: SimConfig, *, comm: Any = None,
                               "with capture(micro_batch=...) / TRACE_MICRO_BATCH")
     mb, gb, m = _resolve_batches(config, batch.micro_batch)
     _check_workload(config, workload, m)
+    if config.tp > 1 and any(o.role == "channel" for o in workload.ops):
+        notes.models.append(channel_summary(workload))
     if config.recompute == "selective" and not any(o.kind == "Attention" for o in workload.ops):
         notes.warnings.append("recompute selective: the trace has no attention-core op of its "
                               "own (attention written inline in a module), so nothing is "
                               "recomputed: the same as none")
     cluster = _resolve_cluster(config, hw)
     notes.models += [f"hardware: {hw.source}", f"micro-batch {mb}: {batch.source}"]
+    if config.network is not None:
+        notes.models.append(describe_network(cluster, config.network))
+        if config.network.gpu_mesh and config.network.remote_bw_gbps is not None:
+            notes.warnings.append("remote_bw_gbps: the GPU mesh carries every transfer "
+                                  "between GPUs; the off-node rate is not used")
     comm, profile = _comm_model(config, cluster, comm, notes)
     is_cpu = cluster.gpu.name == "cpu"
     # host calibration applies to a CPU target from a CPU profile only
@@ -424,6 +456,8 @@ def _workload(trace: Trace | Workload, config: SimConfig) -> tuple[Workload, dic
     if not config.vocab_parallel:
         workload = workload.with_ops([replace(o, role="replicated") if o.role == "vocab" else o
                                       for o in workload.ops])
+    if config.tp > 1 and meta.get("tp_split") == CHANNEL_SPLIT:  # TrioSim tpflag layers
+        workload = channel_parallel(workload)
     return workload, meta
 
 
@@ -470,7 +504,8 @@ def _plan(config: SimConfig, workload: Workload, layout: Layout, base: np.ndarra
     :func:`~echo_sim.workload.build.make_plan`), then the calibrated host costs of DTensor
     layouts on it (:mod:`echo_sim.sim.host_costs`)."""
     plan = make_plan(workload, layout, base, mb_scale=mb_scale, fsdp=config.fsdp,
-                     fsdp_overlap=not is_cpu, recompute=config.recompute,
+                     fsdp_overlap=not is_cpu,
+                     recompute=config.stage_recompute or config.recompute,
                      sequence_parallel=config.sequence_parallel,
                      fsdp_impl=config.fsdp_impl,
                      dp_mode=config.data_parallel, bucket_cap_bytes=config.bucket_cap_bytes,
@@ -500,7 +535,9 @@ def _layout_description(config: SimConfig, is_cpu: bool, m: int) -> str:
     elif config.dp > 1:
         parts.append("DDP 25 MiB buckets overlapping backward" if config.data_parallel == "ddp"
                      else "parameter server push/pull")
-    if config.recompute not in (False, "none"):
+    if config.stage_recompute:
+        parts.append(f"per-stage activation recomputation {','.join(config.stage_recompute)}")
+    elif config.recompute not in (False, "none"):
         parts.append(f"{'full' if config.recompute is True else config.recompute} "
                      "activation recomputation")
     parts.append(f"{config.mode} simulation")
@@ -574,7 +611,8 @@ def _memory(config: SimConfig, workload: Workload, plan: Plan, layout: Layout,
     out: dict[int, MemoryEstimate] = {}
     for s in range(P):
         chunks = [chunk_memory(plan.stages[c * P + s].fw, tp=layout.tp, mb_scale=mb_scale,
-                               recompute=config.recompute,
+                               recompute=config.stage_recompute[s]
+                               if config.stage_recompute else config.recompute,
                                sequence_parallel=config.sequence_parallel,
                                has_blocks=workload.has_blocks) for c in range(V)]
         out[s] = stage_memory(chunks, schedule=layout.schedule, pp=P,
