@@ -59,6 +59,10 @@ def test_echo_cpu_trace_with_prediction(capsys: Any, tmp_path: Path) -> None:
     assert comm[0]["busbw_gbps"] == pytest.approx(comm[0]["algbw_gbps"])  # 2(n-1)/n = 1
     assert any(o["flops"] > 0 and o["tflops"] > 0 for o in d["ops"])  # FLOPs of FW modules
     assert d["mfu"] is not None and 0 < d["mfu"] < 1
+    assert len(d["mfu_per_step"]) == 3 and all(0 < v < 1 for v in d["mfu_per_step"])
+    # the job's MFU sits within its steps' range (steps differ in length, not FLOPs)
+    assert min(d["mfu_per_step"]) * 0.999 <= d["mfu"] <= max(d["mfu_per_step"]) * 1.001
+    assert "Model FLOPs utilisation per step" in got["page"]
     assert d["memory_peak_per_step"]["rss_bytes"][0] > 0
     assert d["critical"]["step"] == 4 and d["critical"]["segments"]
     # the prediction is exactly what simulate says with the same flags

@@ -91,6 +91,7 @@ class Overview:
     model_tflops_per_step: float | None  # model FLOPs per step and rank, TFLOP
     achieved_tflops: float | None
     mfu: float | None
+    mfu_per_step: list[float | None]  # per step: mean over ranks of 3·FW FLOPs / time / peak
     comm: list[CommRow]
     memory: dict[str, dict[int, tuple[list[float], list[float]]]]  # series -> rank -> (t, v)
     memory_peak_per_step: dict[str, list[float]]  # series -> per-step max over ranks
@@ -112,6 +113,7 @@ class Overview:
             "peak_tflops": self.peak_tflops, "peak_source": self.peak_source,
             "model_tflops_per_step": self.model_tflops_per_step,
             "achieved_tflops": self.achieved_tflops, "mfu": self.mfu,
+            "mfu_per_step": self.mfu_per_step,
             "comm": [c.__dict__ for c in self.comm],
             "memory_peak_per_step": self.memory_peak_per_step,
             "critical": self.critical, "missing": self.missing,
@@ -279,11 +281,21 @@ def overview(trace: Trace, *, top: int = 25, peak_tflops: float | None = None,
     fw = grid.rows[ev.cat[grid.rows] == int(Cat.FW)]
     fw_flops = float(ev.flops[fw].sum())
     model_tf = achieved = mfu = None
+    mfu_steps: list[float | None] = [None] * len(grid.steps)
     if fw_flops > 0:
         cells = int(valid.sum())
         model_tf = 3.0 * fw_flops / max(cells, 1) / 1e12
         achieved = model_tf / (float(iters[valid].mean()) / 1e6)
         mfu = achieved / peak if peak else None
+        if peak:
+            sel = ev.cat[grid.rows] == int(Cat.FW)
+            cell_flops = grid.grid(np.bincount(grid.group[sel], weights=ev.flops[grid.rows][sel],
+                                               minlength=grid.n_cells))
+            # FLOP/µs → TFLOP/s: ÷ 1e6; mean over the ranks that ran the step
+            rate = np.where(valid, 3.0 * cell_flops / np.where(valid, iters, 1.0) / 1e6, np.nan)
+            with np.errstate(invalid="ignore"):
+                per = np.nanmean(rate, axis=0) / peak
+            mfu_steps = [None if not np.isfinite(v) else float(v) for v in per]
     else:
         missing.append("FLOPs, TFLOP/s and MFU: the trace records no FLOPs on its FW events "
                        "(echo_trace records them per module; foreign formats do not)")
@@ -312,5 +324,5 @@ def overview(trace: Trace, *, top: int = 25, peak_tflops: float | None = None,
         source=str(trace.source or ""), ranks=[int(r) for r in grid.ranks], steps=steps,
         iteration_us=iters, parts_per_step=per_step, stats=stats, ops=ops, device=device,
         peak_tflops=peak, peak_source=peak_how, model_tflops_per_step=model_tf,
-        achieved_tflops=achieved, mfu=mfu, comm=comm, memory=memory,
+        achieved_tflops=achieved, mfu=mfu, mfu_per_step=mfu_steps, comm=comm, memory=memory,
         memory_peak_per_step=mem_peaks, critical=crit, missing=missing)

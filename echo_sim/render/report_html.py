@@ -163,7 +163,12 @@ def _breakdown(ch: _Charts, ov: Overview, predicted: Overview | None,
         rows.append(row)
     rows.append(["step"] + [c for _, col in columns for c in (_ms(sum(col.values())),
                                                               "100.0 %")])
-    return out + _table(headers, rows, title="Mean per (rank, step)")
+    per_step = ""
+    if any(v is not None for v in ov.mfu_per_step):
+        per_step = _table(["step", *map(str, ov.steps)],
+                          [["MFU", *[_pct(v) for v in ov.mfu_per_step]]],
+                          title="Model FLOPs utilisation per step (mean over ranks)")
+    return out + _table(headers, rows, title="Mean per (rank, step)") + per_step
 
 
 def _operators(ch: _Charts, ov: Overview) -> str:
