@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from echo_sim.errors import TraceFormatError, TraceNotFoundError
-from echo_sim.load.files import read_regular_file
+from echo_sim.load.files import header_starts_with, read_regular_file
 from echo_sim.trace.model import Cat, RankInfo, Trace, TraceBuilder
 
 if TYPE_CHECKING:
@@ -123,12 +123,7 @@ def _parse_name(path: Path) -> AcesoFile | None:
 
 def is_aceso_csv(path: Path) -> bool:
     """True when the file's first line is an Aceso op-database header."""
-    try:
-        with path.open("r", encoding="utf-8-sig", errors="replace") as f:
-            head = f.readline(4096)
-    except OSError:
-        return False
-    return head.replace(" ", "").startswith("op_name,forward-compute,backward-compute")
+    return header_starts_with(path, "op_name,forward-compute,backward-compute")
 
 
 def aceso_files(directory: Path) -> list[AcesoFile]:

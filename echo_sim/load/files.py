@@ -44,6 +44,7 @@ __all__ = [
     "GZIP_MIN_LIMIT",
     "MAX_INPUT_BYTES",
     "PARSE_FACTOR",
+    "header_starts_with",
     "memory_budget",
     "parse_budget_ok",
     "gunzip_limit",
@@ -244,3 +245,14 @@ def _gunzip(path: Path, raw: bytes | bytearray, limit: int) -> bytearray:
         if rest[:2] != GZIP_MAGIC:
             raise TraceFormatError(f"{path}: trailing garbage after the gzip stream")
         data = memoryview(rest)
+
+
+def header_starts_with(path: Path, prefix: str) -> bool:
+    """True when the first line of the text file ``path`` (BOM and spaces ignored, at most
+    4 KiB read) starts with ``prefix``: how the CSV formats (TrioSim, Aceso) are sniffed."""
+    try:
+        with Path(path).open("r", encoding="utf-8-sig", errors="replace") as f:
+            head = f.readline(4096)
+    except OSError:
+        return False
+    return head.replace(" ", "").startswith(prefix)

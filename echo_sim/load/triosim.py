@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from echo_sim.errors import TraceFormatError, TraceNotFoundError
-from echo_sim.load.files import read_regular_file
+from echo_sim.load.files import header_starts_with, read_regular_file
 from echo_sim.trace.model import MAX_WORLD_SIZE, Cat, RankInfo, Trace, TraceBuilder
 
 if TYPE_CHECKING:
@@ -112,12 +112,7 @@ def kind_of(op_name: str) -> str | None:
 
 def is_triosim_csv(path: Path) -> bool:
     """True when the file's first line is a TrioSim ``trace.csv`` header."""
-    try:
-        with path.open("r", encoding="utf-8-sig", errors="replace") as f:
-            head = f.readline(4096)
-    except OSError:
-        return False
-    return head.replace(" ", "").startswith("OperatorID,OperatorName,")
+    return header_starts_with(path, "OperatorID,OperatorName,")
 
 
 def _rows(path: Path, columns: tuple[str, ...]) -> list[tuple[int, dict[str, str]]]:
