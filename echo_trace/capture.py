@@ -526,6 +526,7 @@ class Capture:
             recorded = {r[6] for r in records if r[0] == "X"}
             events = Recorder.to_dicts(records, counts, yield_every=YIELD_EVERY, pause=pause)
             del records
+            self._check_depth(events)
             step = dag_mod.last_complete_step(events)
             if step is None and not self._steps and events:
                 step = max((e["args"]["step"] for e in events if e.get("ph") == "X"),
@@ -539,6 +540,9 @@ class Capture:
             def build_dag() -> str:
                 # no recorded step (e.g. a tiny buffer): a graph holding only the sink
                 return dag_mod.dag_gml(dag_mod.step_dag(events, -1 if step is None else step))
+
+            if self.config.trace_format == "byteprofile":
+                extra.update(self._byteprofile_files(events, recorded, meta, offset_us))
 
             assert self.rank_dir is not None
             result = write_rank_dir(self.rank_dir, events=events, meta=build_meta,
@@ -558,6 +562,40 @@ class Capture:
             self.rec.fail("writing the trace", e)
         finally:
             self._write_state = "done"
+
+    def _byteprofile_files(self, events: list[dict[str, Any]], recorded: set[int],
+                           meta: dict[str, Any] | None, offset_us: float) -> dict[str, bytes]:
+        """TRACE_FORMAT=byteprofile: ByteProfile's files for the rank directory (writer
+        thread). A failure is one warning: the echo files are written all the same."""
+        try:
+            from echo_trace.byteprofile import byteprofile_files, byteprofile_steps
+
+            files = byteprofile_files(
+                events, rank=self.ranks.rank, local_rank=self.ranks.local_rank,
+                steps=byteprofile_steps(self._steps, recorded), offset_us=offset_us,
+                params=(meta or {}).get("params"), yield_every=YIELD_EVERY, pause=self._pacer)
+            return files.contents(yield_every=YIELD_EVERY, pause=self._pacer)
+        except Exception as e:  # noqa: BLE001 - the echo trace is still worth writing
+            log.warning("echo_trace: could not build the ByteProfile files (%s: %s); the "
+                        "echo trace is written without them", type(e).__name__, e)
+            return {}
+
+    def _check_depth(self, events: list[dict[str, Any]]) -> None:
+        """One warning when a set ``depth`` leaves most of the step in no module event."""
+        if self.config.depth is None:
+            return
+        from echo_trace.hooks.coverage import COVERAGE_WARN_BELOW, module_coverage
+
+        try:
+            cov = module_coverage(events)
+        except (KeyError, TypeError, ValueError) as e:  # a check, never the trace's problem
+            log.debug("echo_trace: depth coverage check failed: %s", e)
+            return
+        if cov is not None and cov < COVERAGE_WARN_BELOW:
+            log.warning("echo_trace: TRACE_DEPTH=%d: the traced modules cover only %.0f %% of "
+                        "the step (median); the rest is in no FW/BW event. Use a larger depth "
+                        "or leave TRACE_DEPTH unset (leaf modules)", self.config.depth,
+                        100 * cov)
 
     def _resolve_gpu(self, records: list[Any], gpu: Any, offset_us: float,
                      base_ns: int) -> dict[str, Any]:
@@ -651,15 +689,18 @@ def capture(out_dir: str | os.PathLike[str] = "traces", start_step: int = 2,
             memory_interval_ms: float = DEFAULT_INTERVAL_MS, overwrite: bool = False,
             max_events: int = DEFAULT_MAX_EVENTS, model: Any = None,
             enabled: bool = True, micro_batch: int | None = None,
-            kineto_raw: bool = False) -> Capture:
+            kineto_raw: bool = False, trace_format: str = "echo") -> Capture:
     """A :class:`Capture` to use as ``with capture(...) as cap:`` (or ``.start()/.stop()``).
 
     Records steps ``start_step .. end_step-1``; ``enabled=False`` gives a capture whose
     every call is a no-op; ``micro_batch`` overrides the detected micro-batch in meta.json;
-    ``kineto_raw`` also writes the GPU profiler's raw events (``kineto_raw.json.gz``). Bad arguments raise ``ValueError`` here, before training.
+    ``kineto_raw`` also writes the GPU profiler's raw events (``kineto_raw.json.gz``);
+    ``trace_format="byteprofile"`` also writes ByteProfile's files in each rank directory
+    (:mod:`echo_trace.byteprofile`). Bad arguments raise ``ValueError`` here, before
+    training.
     """
     cfg = CaptureConfig(out_dir=os.fspath(out_dir), start_step=start_step, end_step=end_step,
                         gzip=gzip, depth=depth, memory_interval_ms=memory_interval_ms,
                         overwrite=overwrite, max_events=max_events, micro_batch=micro_batch,
-                        kineto_raw=kineto_raw)
+                        kineto_raw=kineto_raw, trace_format=trace_format)
     return Capture(cfg, model=model, enabled=enabled)

@@ -169,8 +169,11 @@ def test_identity_gets_zero_length_bw():
 
 @pytest.mark.parametrize("depth, expected", [
     (0, ["FW.Net"]),
-    (1, ["FW.emb", "FW.head"]),  # blocks (a ModuleList) is never called
-    (2, ["FW.emb", "FW.blocks.0", "FW.blocks.1", "FW.head"]),
+    # blocks (a ModuleList) is never called: no level of its own, its blocks are level 1
+    # (it used to be traced at level 1 and so hid every block: issue 16)
+    (1, ["FW.emb", "FW.blocks.0", "FW.blocks.1", "FW.head"]),
+    (2, ["FW.emb", *[f"FW.blocks.{i}.{m}" for i in (0, 1) for m in ("ln", "q", "k", "v", "act")],
+         "FW.head"]),
 ])
 def test_depth_selects_a_level(depth, expected):
     torch.manual_seed(0)

@@ -19,7 +19,9 @@ through autograd sequence numbers), which also takes their cost off the step.
 
 Traced modules: leaf modules (no children) by default; with ``depth=d`` the modules ``d``
 levels below the outermost module plus the leaves above that level (a partition of the
-tree, so FW slices do not nest). Module paths come from ``named_modules()`` of the
+tree, so FW slices do not nest). Levels count modules that run: a ``ModuleList`` /
+``ModuleDict`` is never called, so it is no level of its own (``TRACE_DEPTH=1`` on a GPT gives
+``blocks.0``, ``blocks.1``..., not a ``blocks`` that never runs). Module paths come from ``named_modules()`` of the
 outermost module, with DDP/DataParallel's ``module.`` prefix and FSDP/checkpoint/compile
 wrapper components stripped. Per-module static facts are cached by module id (checked
 with a weak reference, so a reused id is recognised).
@@ -50,6 +52,8 @@ WRAPPER_TYPES = frozenset({
 })
 # modules whose forward does not call their children: traced as leaves
 _OPAQUE_TYPES: tuple[type[nn.Module], ...] = (nn.MultiheadAttention,)
+# holders that are never called: their children run, they do not (no level of their own)
+_CONTAINER_TYPES: tuple[type[nn.Module], ...] = (nn.ModuleList, nn.ModuleDict)
 _WRAPPER_PARTS = frozenset({"_fsdp_wrapped_module", "_checkpoint_wrapped_module", "_orig_mod"})
 
 class _Info:
@@ -224,6 +228,19 @@ def _is_leaf(mod: nn.Module) -> bool:
     return next(iter(mod.children()), None) is None or isinstance(mod, _OPAQUE_TYPES)
 
 
+def _level(name: str, root_is_wrapper: bool, containers: set[str]) -> int:
+    """How many modules that run lie on the path to ``name`` (itself included; the root is
+    0): its components less wrapper components and never-called containers."""
+    parts = name.split(".") if name else []
+    level = 0
+    for i, part in enumerate(parts):
+        if part in _WRAPPER_PARTS or (root_is_wrapper and i == 0 and part == "module"):
+            continue
+        if ".".join(parts[: i + 1]) not in containers:
+            level += 1
+    return level
+
+
 def _strip(name: str, root_is_wrapper: bool) -> str:
     parts = [p for p in name.split(".") if p and p not in _WRAPPER_PARTS]
     if root_is_wrapper and parts and parts[0] == "module":
@@ -354,6 +371,8 @@ class ModuleTracer:
                                                                  with_kwargs=True)
         depth = self.depth
         opaque: list[str] = []  # names of modules whose children never run on their own
+        containers = ({name for name, mod in root.named_modules()
+                       if isinstance(mod, _CONTAINER_TYPES)} if depth is not None else set())
         for name, mod in root.named_modules():
             if self._info(mod) is not None:
                 continue
@@ -368,10 +387,10 @@ class ModuleTracer:
             if isinstance(mod, _OPAQUE_TYPES):
                 opaque.append(name)
             if type(mod).__name__ in WRAPPER_TYPES or (wrapper and name == "") \
-                    or inside_opaque:
+                    or inside_opaque or isinstance(mod, _CONTAINER_TYPES):
                 traced = False
             else:
-                level = len(path.split(".")) if path else 0
+                level = _level(name, wrapper, containers)
                 leaf = _is_leaf(mod)
                 traced = leaf if depth is None else (level == depth or (level < depth and leaf))
             if prefix:
