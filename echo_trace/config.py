@@ -19,10 +19,15 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-__all__ = ["DEFAULT_MAX_EVENTS", "ENV_VARS", "TRUE_SPELLINGS", "CaptureConfig", "env_flag",
-           "env_int"]
+__all__ = ["DEFAULT_MAX_EVENTS", "ENV_VARS", "TRACE_FORMATS", "TRUE_SPELLINGS", "CaptureConfig",
+           "env_flag", "env_int"]
 
 DEFAULT_MAX_EVENTS = 2_000_000
+
+#: Valid ``TRACE_FORMAT`` / ``trace_format`` values: ``echo`` writes echo's rank directory
+#: (``docs/trace-format.md``); ``byteprofile`` writes it too and, in the same directory,
+#: ByteProfile's layout (:mod:`echo_trace.byteprofile`).
+TRACE_FORMATS: tuple[str, ...] = ("echo", "byteprofile")
 
 #: Every environment variable that configures capture, with its meaning and default.
 ENV_VARS: dict[str, str] = {
@@ -43,6 +48,10 @@ ENV_VARS: dict[str, str] = {
     "TRACE_KINETO_RAW": "1 also writes kineto_raw.json.gz on GPUs: the profiler events echo's "
                         "attribution read, to replay offline or attach to a bug report "
                         "(default: 0)",
+    "TRACE_FORMAT": "echo, or byteprofile: also write ByteProfile's layout in each rank "
+                    "directory (bps_trace_local_rank<L>_<N>step.json with the dependencies as "
+                    "args.argN, arg_namesINpara_names.txt, gradient_name_list.txt; dag.gml "
+                    "is shared) (default: echo)",
 }
 
 #: Values of a flag that mean "on" (compared stripped and lower-cased); ``echo_trace.pth``
@@ -99,7 +108,8 @@ class CaptureConfig:
     meta.json instead of the detected one (None: detected from the model's input);
     ``kineto_raw``: on a Kineto-timed (GPU) run, also write ``kineto_raw.json.gz``, every
     profiler event of the window with the accessors echo reads (see
-    :mod:`echo_trace.gpu.recording`).
+    :mod:`echo_trace.gpu.recording`); ``trace_format``: one of :data:`TRACE_FORMATS`,
+    ``"byteprofile"`` also writes ByteProfile's files (:mod:`echo_trace.byteprofile`).
     """
 
     out_dir: str = "traces"
@@ -112,6 +122,7 @@ class CaptureConfig:
     max_events: int = DEFAULT_MAX_EVENTS
     micro_batch: int | None = None
     kineto_raw: bool = False
+    trace_format: str = "echo"
 
     def __post_init__(self) -> None:
         if not isinstance(self.start_step, int) or self.start_step < 0:
@@ -136,6 +147,9 @@ class CaptureConfig:
                              "or an integer >= 1")
         if not str(self.out_dir):
             raise ValueError("out_dir='': expected a directory path")
+        if self.trace_format not in TRACE_FORMATS:
+            raise ValueError(f"trace_format={self.trace_format!r}: expected one of "
+                             f"{', '.join(TRACE_FORMATS)}")
 
     @property
     def last_step(self) -> int:
@@ -164,6 +178,10 @@ class CaptureConfig:
             raise ValueError(f"TRACE_MEMORY_INTERVAL_MS={interval!r}: expected a finite number "
                              ">= 0 (0 turns the sampler off)")
         max_events = env_int(env, "TRACE_MAX_EVENTS")
+        trace_format = env.get("TRACE_FORMAT", "").strip().lower() or "echo"
+        if trace_format not in TRACE_FORMATS:
+            raise ValueError(f"TRACE_FORMAT={env.get('TRACE_FORMAT')!r}: expected one of "
+                             f"{', '.join(TRACE_FORMATS)}")
         return cls(
             out_dir=env.get("TRACE_DIR", "").strip() or "traces",
             start_step=start,
@@ -175,6 +193,7 @@ class CaptureConfig:
             max_events=DEFAULT_MAX_EVENTS if max_events is None else max_events,
             micro_batch=env_int(env, "TRACE_MICRO_BATCH"),
             kineto_raw=env_flag(env.get("TRACE_KINETO_RAW"), "TRACE_KINETO_RAW"),
+            trace_format=trace_format,
         )
 
     @staticmethod

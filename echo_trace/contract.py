@@ -1,7 +1,9 @@
-"""The trace contract's shared constants: thread ids, DAG node names, the DAG rules' inputs.
+"""The trace contract's shared constants: thread ids, DAG node names, the DAG rules' inputs,
+and the ByteProfile layout's names.
 
 One definition for the writer (:mod:`echo_trace.recorder`, :mod:`echo_trace.writer`,
-:mod:`echo_trace.dag`) and the reader (:mod:`echo_sim.trace.graph`), see
+:mod:`echo_trace.dag`, :mod:`echo_trace.byteprofile`) and the reader
+(:mod:`echo_sim.trace.graph`, :mod:`echo_sim.trace.byteprofile_out`), see
 ``docs/trace-format.md``. This module imports nothing, so echo_sim can import it without
 pulling torch (importing the ``echo_trace`` package imports no torch either; a test pins
 both).
@@ -9,8 +11,10 @@ both).
 
 from __future__ import annotations
 
-__all__ = ["COMM_TID_BASE", "COMPUTE_CATS", "COMPUTE_TID", "FORMAT", "NEXT_STEP",
-           "SINK_CAT", "STEP_TID", "node_id", "parse_node_id", "thread_name"]
+__all__ = ["BPS_ARG_NAMES_FILE", "BPS_COMM_TID", "BPS_GRADIENT_LIST_FILE", "COMM_TID_BASE",
+           "COMPUTE_CATS", "COMPUTE_TID", "FORMAT", "NEXT_STEP", "SINK_CAT", "STEP_TID",
+           "bps_event", "bps_gradient_name", "bps_trace_file", "node_id", "parse_node_id",
+           "thread_name"]
 
 #: ``format`` written in trace.json's ``otherData`` and in meta.json.
 FORMAT = "echo-trace/1"
@@ -53,3 +57,39 @@ def thread_name(tid: int) -> str:
     if tid >= COMM_TID_BASE:
         return f"comm {tid - COMM_TID_BASE}"
     return f"thread {tid}"
+
+
+# ------------------------------------------------------------------ the ByteProfile layout
+# What ByteProfile (the BytePS fork) writes per rank and dPRO reads: written at capture time
+# (TRACE_FORMAT=byteprofile, echo_trace.byteprofile) and offline (echo_sim export --to
+# byteprofile, echo_sim.trace.byteprofile_out); one set of names for both.
+
+#: The names of the parameters whose gradients are synchronised, one a line.
+BPS_ARG_NAMES_FILE = "arg_namesINpara_names.txt"
+#: The communicated tensors, one a line, in first-issue order.
+BPS_GRADIENT_LIST_FILE = "gradient_name_list.txt"
+#: ``tid`` of a tensor's whole synchronisation (BytePS's ``"total"``); operators are on 0.
+BPS_COMM_TID = "total"
+
+
+def bps_trace_file(local_rank: int, nsteps: int) -> str:
+    """The trace file of a rank: ``bps_trace_local_rank<local_rank>_<nsteps>step.json``."""
+    return f"bps_trace_local_rank{local_rank}_{nsteps}step.json"
+
+
+def bps_event(name: str, *, comm: bool, ts_us: float, dur_us: float, pid: int,
+              deps: list[str]) -> dict[str, object]:
+    """One ByteProfile event: ``ph`` X, ``cat`` ``Comm`` (tid :data:`BPS_COMM_TID`) or
+    ``operator`` (tid 0), ``ts``/``dur`` in µs, and the dependencies inline: ``args.name``
+    the event itself, ``args.arg0 .. argN`` the events (names) it depends on."""
+    args: dict[str, str] = {"name": name}
+    for k, d in enumerate(deps):
+        args[f"arg{k}"] = d
+    return {"name": name, "cat": "Comm" if comm else "operator", "ph": "X", "ts": ts_us,
+            "dur": dur_us, "pid": pid, "tid": BPS_COMM_TID if comm else 0, "args": args}
+
+
+def bps_gradient_name(name: str) -> str:
+    """The tensor a ``Comm.<tensor>`` event synchronises (its line in
+    :data:`BPS_GRADIENT_LIST_FILE`)."""
+    return name[5:] if name.startswith("Comm.") else name

@@ -80,6 +80,8 @@ def build_meta(*, config: Any, ranks: Any, clock: Any, modules: Any, rec: Any, c
         "disabled_reason": rec.disabled_reason,
         "memory_interval_ms": config.memory_interval_ms,
         "depth": config.depth,
+        # "byteprofile": ByteProfile's files are in the rank directory too
+        "trace_format": config.trace_format,
     }
     if modules is not None and modules.saved_per_call is not None:
         # echo_trace.hooks.saved: autograd's saved tensors at the end of the window's first

@@ -3,8 +3,8 @@
 Like ``TRACE_ON=1 python script.py args...`` without installing the ``.pth`` file: sets
 ``TRACE_ON=1`` (so child processes trace too), arms capture, then runs the script (or
 ``-m module``) as ``__main__``. Options, before the script, set the ``TRACE_*`` variables:
-``--trace-dir DIR``, ``--start-step N``, ``--end-step N``, ``--gzip``, ``--overwrite``,
-``--kineto-raw``.
+``--trace-dir DIR``, ``--start-step N``, ``--end-step N``, ``--trace-format {echo,byteprofile}``,
+``--gzip``, ``--overwrite``, ``--kineto-raw``.
 """
 
 from __future__ import annotations
@@ -15,13 +15,16 @@ import runpy
 import sys
 from collections.abc import Sequence
 
+from echo_trace.config import TRACE_FORMATS
+
 __all__ = ["main"]
 
 USAGE = ("usage: python -m echo_trace.run [--trace-dir DIR] [--start-step N] [--end-step N] "
-         "[--gzip] [--overwrite] [--kineto-raw] (script.py | -m module) [args...]")
+         "[--trace-format {echo,byteprofile}] [--gzip] [--overwrite] [--kineto-raw] "
+         "(script.py | -m module) [args...]")
 
 _VALUE_OPTS = {"--trace-dir": "TRACE_DIR", "--start-step": "TRACE_START_STEP",
-               "--end-step": "TRACE_END_STEP"}
+               "--end-step": "TRACE_END_STEP", "--trace-format": "TRACE_FORMAT"}
 _FLAG_OPTS = {"--gzip": "TRACE_GZIP", "--overwrite": "TRACE_OVERWRITE",
               "--kineto-raw": "TRACE_KINETO_RAW"}
 
@@ -36,6 +39,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--trace-dir", metavar="DIR", help="root of the output (TRACE_DIR)")
     p.add_argument("--start-step", metavar="N", help="first step recorded (TRACE_START_STEP)")
     p.add_argument("--end-step", metavar="N", help="first step not recorded (TRACE_END_STEP)")
+    p.add_argument("--trace-format", choices=TRACE_FORMATS,
+                   help="echo (default), or byteprofile: also write ByteProfile's files "
+                        "(bps_trace_*.json, arg_namesINpara_names.txt, ...) in each rank "
+                        "directory (TRACE_FORMAT)")
     p.add_argument("--gzip", action="store_true", help="write trace.json.gz (TRACE_GZIP)")
     p.add_argument("--overwrite", action="store_true",
                    help="replace a non-empty rank directory (TRACE_OVERWRITE)")

@@ -42,7 +42,7 @@ from typing import Any
 from echo_trace.contract import COMPUTE_TID, FORMAT, STEP_TID, thread_name
 
 __all__ = ["FORMAT", "YIELD_EVERY", "WriteConflict", "WriteResult", "dir_is_nonempty",
-           "dumps_compact", "dumps_json",
+           "dump_trace_json", "dumps_compact", "dumps_json",
            "refuse_reason", "trace_events", "write_atomic", "write_rank_dir"]
 
 log = logging.getLogger("echo_trace")
@@ -239,6 +239,13 @@ def _dump_trace(chrome: list[dict[str, Any]], rest: dict[str, Any], yield_every:
         if yield_every:
             (pause or _release)()
     return b'{"traceEvents":[' + b",".join(parts) + b"]," + _dumps(rest)[1:]
+
+
+def dump_trace_json(events: list[dict[str, Any]], rest: dict[str, Any], *, yield_every: int = 0,
+                    pause: Callable[[], None] | None = None) -> bytes:
+    """``{"traceEvents": events, **rest}`` as compact JSON, built as trace.json is (in chunks;
+    ``yield_every`` > 0 lets the training thread run between them, see :data:`YIELD_EVERY`)."""
+    return _dump_trace(events, rest, yield_every, pause)
 
 
 def _install(tmp: Path, dest: Path, *, overwrite: bool,

@@ -27,7 +27,8 @@ LAYERS: dict[str, list[tuple[str, set[str]]]] = {
         ("commands", {"run", "profile", "graph_mode", "_autostart", "__init__"}),
         ("capture", {"capture"}),
         ("instruments", {"hooks", "comm", "gpu", "timing"}),
-        ("core", {"config", "ranks", "recorder", "writer", "meta", "dag", "pacing"}),
+        ("core", {"config", "ranks", "recorder", "writer", "meta", "dag", "pacing",
+                  "byteprofile"}),
         ("contract", {"contract"}),
     ],
 }

@@ -26,6 +26,7 @@ def test_end_step_defaults_to_start_plus_three():
     ({"memory_interval_ms": -1.0}, "memory_interval_ms"),
     ({"max_events": 0}, "max_events"),
     ({"out_dir": ""}, "out_dir"),
+    ({"trace_format": "chrome"}, "trace_format"),
 ])
 def test_invalid_values_name_the_field(kwargs, word):
     with pytest.raises(ValueError, match=word):
@@ -44,10 +45,12 @@ def test_config_is_frozen_and_keyword_only():
 def test_from_env_reads_every_variable():
     env = {"TRACE_START_STEP": "3", "TRACE_END_STEP": "9", "TRACE_DIR": "/x/y",
            "TRACE_GZIP": "yes", "TRACE_DEPTH": "2", "TRACE_MEMORY_INTERVAL_MS": "2.5",
-           "TRACE_OVERWRITE": "1", "TRACE_MAX_EVENTS": "1000", "TRACE_ON": "1"}
+           "TRACE_OVERWRITE": "1", "TRACE_MAX_EVENTS": "1000", "TRACE_ON": "1",
+           "TRACE_FORMAT": "byteprofile"}
     cfg = CaptureConfig.from_env(env)
     assert cfg == CaptureConfig(out_dir="/x/y", start_step=3, end_step=9, gzip=True, depth=2,
-                                memory_interval_ms=2.5, overwrite=True, max_events=1000)
+                                memory_interval_ms=2.5, overwrite=True, max_events=1000,
+                                trace_format="byteprofile")
     assert set(env) <= set(ENV_VARS)
 
 
@@ -60,6 +63,7 @@ def test_from_env_defaults():
     ({"TRACE_START_STEP": "two"}, "TRACE_START_STEP"),
     ({"TRACE_GZIP": "maybe"}, "TRACE_GZIP"),
     ({"TRACE_MEMORY_INTERVAL_MS": "fast"}, "TRACE_MEMORY_INTERVAL_MS"),
+    ({"TRACE_FORMAT": "chrome"}, "TRACE_FORMAT"),
     ({"TRACE_START_STEP": "5", "TRACE_END_STEP": "4"}, "end_step"),
 ])
 def test_from_env_bad_values_name_the_variable(env, word):

@@ -27,6 +27,8 @@ event's dependencies inline as args.arg0..argN with args.name the event itself),
 parameters' names, one a line) and gradient_name_list.txt (the communicated tensors, in
 first-issue order). Only leaf operators and Comm events of captured steps are written; an
 operator repeated within a step is written NAME#k (ByteProfile names each op once a step).
+At capture time, TRACE_FORMAT=byteprofile writes the same files into each echo rank
+directory (there dag.gml is echo's: this graph plus the NEXT_STEP sink).
 
 --to echo: echo's own rank directories (trace.json, meta.json, dag.gml), e.g. to turn a
 ByteProfile or Kineto trace into one echo_trace would have written.

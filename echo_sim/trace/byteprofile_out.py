@@ -1,8 +1,9 @@
 """A :class:`Trace` written as ByteProfile (BytePS fork) rank directories, for dPRO and the
 tools built on ByteProfile's files.
 
-Layout (ByteProfile's README and ``/work/shared/reference/formats.md``), one directory per
-rank, ``<node_rank>_<local_rank>/`` (``0_<rank>`` for every rank when those collide):
+Layout (ByteProfile's README and ``/work/shared/reference/formats.md``; the file names and the
+event shape are :mod:`echo_trace.contract`'s, which ``TRACE_FORMAT=byteprofile`` writes at
+capture time too, from the same rules), one directory per rank, ``<node_rank>_<local_rank>/`` (``0_<rank>`` for every rank when those collide):
 
 * ``bps_trace_local_rank<local_rank>_<N>step.json`` — Chrome ``X`` events, object form; ``N``
   is the number of steps written;
@@ -47,13 +48,20 @@ from echo_sim.errors import ConfigError
 from echo_sim.trace.graph import EDGE_STEP, build_deps
 from echo_sim.trace.model import Cat, Trace
 from echo_sim.trace.outfiles import output_tree
-from echo_trace.contract import node_id
+from echo_trace.contract import (
+    BPS_ARG_NAMES_FILE,
+    BPS_GRADIENT_LIST_FILE,
+    bps_event,
+    bps_gradient_name,
+    bps_trace_file,
+    node_id,
+)
 
 __all__ = ["ARG_NAMES_FILE", "GRADIENT_LIST_FILE", "ByteProfileRank", "byteprofile_ranks",
            "write_byteprofile_dirs"]
 
-ARG_NAMES_FILE = "arg_namesINpara_names.txt"
-GRADIENT_LIST_FILE = "gradient_name_list.txt"
+ARG_NAMES_FILE = BPS_ARG_NAMES_FILE  # the names echo_trace writes too (TRACE_FORMAT)
+GRADIENT_LIST_FILE = BPS_GRADIENT_LIST_FILE
 _TIME_DECIMALS = 3
 
 
@@ -138,27 +146,24 @@ def byteprofile_ranks(trace: Trace, *, steps: list[int] | None = None) -> list[B
         for r in mine.tolist():
             name = label[r]
             is_comm = int(ev.cat[r]) == Cat.COMM
-            args: dict[str, Any] = {"name": name}
             dep_names = list(dict.fromkeys(label[u] for u in sorted(
                 preds.get(r, []), key=lambda u: (ev.ts_us[u], u))))
-            # durations as measured: ts + dur of Unix-epoch µs (~1.8e15) in float64 is
-            # only exact to 0.25 µs
-            events.append({"name": name, "cat": "Comm" if is_comm else "operator", "ph": "X",
-                           "ts": round(float(ev.ts_us[r]), _TIME_DECIMALS),
-                           "dur": round(float(ev.dur_us[r]), _TIME_DECIMALS), "pid": rank,
-                           "tid": "total" if is_comm else 0, "args": args})
             dep_names += _other_preds(rank_dag, name, others.get(int(ev.step[r]), set()),
                                       dep_names)
-            for k, d in enumerate(dep_names):
-                args[f"arg{k}"] = d
+            # durations as measured: ts + dur of Unix-epoch µs (~1.8e15) in float64 is
+            # only exact to 0.25 µs
+            events.append(bps_event(name, comm=is_comm,
+                                    ts_us=round(float(ev.ts_us[r]), _TIME_DECIMALS),
+                                    dur_us=round(float(ev.dur_us[r]), _TIME_DECIMALS),
+                                    pid=rank, deps=dep_names))
             if is_comm:
-                grads.setdefault(name[5:] if name.startswith("Comm.") else name, None)
+                grads.setdefault(bps_gradient_name(name), None)
             if int(ev.step[r]) == last_step:
                 dag.add_node(name)
                 dag.add_edges_from((d, name) for d in dep_names)
         local = trace.ranks[rank].local_rank if rank in trace.ranks else rank
         out.append(ByteProfileRank(
-            dirname=dirs[rank], trace_file=f"bps_trace_local_rank{local}_{nsteps}step.json",
+            dirname=dirs[rank], trace_file=bps_trace_file(local, nsteps),
             events=events, dag=dag, param_names=_param_names(trace, rank, mine),
             gradient_names=list(grads)))
     return out
