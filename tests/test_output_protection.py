@@ -81,6 +81,8 @@ OUTPUTS = (
            "p.json", measures=True),
     Output(("simulate", TRACE), "--output", "out", directory=True),
     Output(SYNTH, "--output", "out", directory=True),
+    Output(("report", TRACE), "--output", "o.html"),
+    Output(("export", TRACE, "--to", "echo"), "--output", "out", directory=True),
 )
 
 # attack -> words its one-line error must hold

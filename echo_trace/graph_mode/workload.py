@@ -8,13 +8,18 @@ follow in reverse order, then ``UPDATE.AdamW`` and a ``STEP`` slice; ``steps`` i
 steps are written back to back. ``dag.gml`` is built by :mod:`echo_trace.dag` (the contract's
 rules), so ``echo_sim validate/simulate/replay`` read the directory like a captured one.
 
-Times come from a roofline (Williams et al. 2009, "Roofline"), as ``echo_sim synth`` does::
+Times come from a roofline (Williams et al. 2009, "Roofline"), as ``echo_sim synth`` does,
+applied to each operator (in eager mode each is a kernel of its own, reading its inputs and
+writing its outputs), an event lasting the sum of its operators::
 
-    dur_us = max(flops / (peak_flops · efficiency), bytes / memory_bandwidth)
+    op_us = max(flops / (peak_flops · efficiency), bytes / memory_bandwidth)
 
 forward bytes = inputs + outputs + parameters; backward: 2x the FLOPs (input and weight
 gradients, Narayanan et al. 2021 eq. 2) and 2·inputs + outputs + 2·parameters bytes;
 AdamW update: 28 bytes per fp32 parameter (read p, g, m, v; write p, m, v), memory-bound.
+The Chakra nodes are the same operators at the same times (whole µs, rounded so that their
+running sum stays within 0.5 µs of the exact one): the ET and the echo trace of one graph
+add up to the same compute time.
 """
 
 from __future__ import annotations
@@ -27,8 +32,8 @@ from typing import Any
 from echo_trace.graph_mode.chakra import COLLECTIVE_TYPES, ChakraNode, write_chakra
 from echo_trace.graph_mode.ops import OpGraph, OpNode
 
-__all__ = ["ADAM_BYTES_PER_PARAM_BYTE", "Group", "Roofline", "group_ops", "trace_events",
-           "chakra_nodes"]
+__all__ = ["ADAM_BYTES_PER_PARAM_BYTE", "Group", "Roofline", "bw_us", "chakra_nodes", "fw_us",
+           "group_ops", "trace_events"]
 
 ADAM_BYTES_PER_PARAM_BYTE = 7  # 28 bytes per 4-byte parameter (module docstring)
 
@@ -51,6 +56,31 @@ class Roofline:
     def dur_us(self, flops: float, nbytes: float) -> float:
         return max(flops / (self.peak_tflops * 1e12 * self.efficiency) * 1e6,
                    nbytes / (self.mem_bw_gbs * 1e9) * 1e6)
+
+
+def fw_us(o: OpNode, roof: Roofline) -> float:
+    """Forward time of one operator (module docstring)."""
+    return roof.dur_us(o.flops, o.in_bytes + o.out_bytes + o.param_bytes)
+
+
+def bw_us(o: OpNode, roof: Roofline) -> float:
+    """Backward time of one operator: 2x its FLOPs, 2·in + out + 2·param bytes."""
+    return roof.dur_us(2.0 * o.flops, 2 * o.in_bytes + o.out_bytes + 2 * o.param_bytes)
+
+
+class _WholeMicros:
+    """Whole-µs durations whose running sum stays within 0.5 µs of the exact running sum
+    (each rounded alone, 550 sub-µs operators would drift by hundreds of µs)."""
+
+    def __init__(self) -> None:
+        self.exact = 0.0
+        self.given = 0
+
+    def __call__(self, us: float) -> int:
+        self.exact += us
+        d = max(round(self.exact) - self.given, 0)
+        self.given += d
+        return d
 
 
 @dataclass
@@ -118,9 +148,8 @@ def trace_events(groups: list[Group], total_param_bytes: int, roof: Roofline, st
                  ) -> tuple[list[dict[str, Any]], float]:
     """Recorder-style events (local µs from 0) of ``steps`` identical steps; (events, step µs)."""
     events: list[dict[str, Any]] = []
-    fw = [roof.dur_us(g.flops, g.in_bytes + g.out_bytes + g.param_bytes) for g in groups]
-    bw = [roof.dur_us(2.0 * g.flops, 2 * g.in_bytes + g.out_bytes + 2 * g.param_bytes)
-          for g in groups]
+    fw = [sum(fw_us(o, roof) for o in g.ops) for g in groups]
+    bw = [sum(bw_us(o, roof) for o in g.ops) for g in groups]
     update_us = roof.dur_us(0.0, ADAM_BYTES_PER_PARAM_BYTE * total_param_bytes)
     t = 0.0
     step_us = 0.0
@@ -180,6 +209,7 @@ def chakra_nodes(graph: OpGraph, roof: Roofline, total_param_bytes: int,
         raise ValueError(f"zero_stage={zero_stage}: expected 0, 1, 2 or 3")
     sharded = data_parallel > 1 and zero_stage == 3
     ops = [o for o in graph.ops if not o.trivial]
+    whole = _WholeMicros()
     fw_id: dict[int, int] = {}
     nodes: list[ChakraNode] = []
     consumers: dict[int, list[int]] = {o.index: [] for o in ops}
@@ -196,7 +226,7 @@ def chakra_nodes(graph: OpGraph, roof: Roofline, total_param_bytes: int,
         nbytes = o.in_bytes + o.out_bytes + o.param_bytes
         node = ChakraNode(id=len(nodes), name=f"FW.{label}",
                           type="COMP_NODE", data_deps=deps,
-                          duration_micros=round(roof.dur_us(o.flops, nbytes)),
+                          duration_micros=whole(fw_us(o, roof)),
                           attrs={"is_cpu_op": False, "num_ops": int(o.flops),
                                  "tensor_size": ("u", nbytes), "op_type": o.op})
         fw_id[o.index] = node.id
@@ -214,7 +244,7 @@ def chakra_nodes(graph: OpGraph, roof: Roofline, total_param_bytes: int,
         nbytes = 2 * o.in_bytes + o.out_bytes + 2 * o.param_bytes
         node = ChakraNode(id=len(nodes), name=f"BW.{label}",
                           type="COMP_NODE", data_deps=deps,
-                          duration_micros=round(roof.dur_us(2.0 * o.flops, nbytes)),
+                          duration_micros=whole(bw_us(o, roof)),
                           attrs={"is_cpu_op": False, "num_ops": int(2 * o.flops),
                                  "tensor_size": ("u", nbytes), "op_type": o.op})
         bw_id[o.index] = node.id
@@ -234,7 +264,7 @@ def chakra_nodes(graph: OpGraph, roof: Roofline, total_param_bytes: int,
     update_bytes = ADAM_BYTES_PER_PARAM_BYTE * total_param_bytes // shard
     nodes.append(ChakraNode(
         id=len(nodes), name="UPDATE.AdamW", type="COMP_NODE", data_deps=update_deps,
-        duration_micros=round(roof.dur_us(0.0, update_bytes)),
+        duration_micros=whole(roof.dur_us(0.0, update_bytes)),
         attrs={"is_cpu_op": False, "num_ops": 0, "tensor_size": ("u", update_bytes)}))
     if data_parallel > 1 and zero_stage in (1, 2):
         _comm(nodes, "Comm.parameters", "all_gather", total_param_bytes, [nodes[-1].id])
