@@ -3,7 +3,7 @@ recomputation (Aceso's ``checkpoint_activations`` / ``recompute_ops``) when pipe
 searched with ``--heterogeneous`` and ranked by what simulate says for the config.
 
 (Per-stage tensor-parallel degree and GPU count, Aceso's ``num_gpus`` /
-``model_parallel_size_of_each_op`` varying by stage, are not priced by simulate yet.)
+``model_parallel_size_of_each_op`` varying by stage: tests/test_seed_aceso_stage_tp.py.)
 """
 
 from __future__ import annotations

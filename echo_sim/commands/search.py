@@ -179,9 +179,15 @@ COMMAND = Command(
                  "with --format aceso, FILE.json gets the best layout and a DIR (made if "
                  "absent) the --top N fitting ones as DIR/<model>_<size>_top<i>.json"),
         arg("--heterogeneous", action="store_true",
-            help="also search per-stage recomputation when pipelining (Aceso's "
-                 "checkpoint_activations / recompute_ops): full recomputation on the first k "
-                 "of pp stages, none on the rest; needs recompute in --space"),
+            help="also search heterogeneous stages when pipelining: per-stage recomputation "
+                 "(Aceso's checkpoint_activations / recompute_ops: full recomputation on the "
+                 "first k of pp stages, none on the rest; needs recompute in --space) and "
+                 "per-stage tensor parallelism (Aceso's num_gpus / "
+                 "model_parallel_size_of_each_op: degree a on the first k stages, b on the "
+                 "rest, each stage keeping dp replicas of dp x its degree GPUs, in all "
+                 "dp x (k·a + (pp-k)·b) = --gpus; needs tp and pp in --space). A row's "
+                 "prediction is `simulate --dp D --pp P --stage-tp a,..,b "
+                 "[--stage-recompute ...]`"),
         arg("--format", choices=["echo", "aceso"], default="echo",
             help="--output config format: echo's (examples/train.py --config) or aceso "
                  "(Aceso's config JSON: num_stages, num_gpus, model_parallel_size_of_each_op, "

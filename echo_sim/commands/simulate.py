@@ -69,8 +69,9 @@ def _fmt_bytes(n: float) -> str:
 def render(res: Any) -> str:
     """The text report of a :class:`~echo_sim.sim.simulate.SimResult`."""
     c = res.config
+    tp = "/".join(map(str, c.stage_tps)) if c.heterogeneous_tp else str(max(c.stage_tps))
     lines = [
-        f"simulated dp={c.dp} tp={c.tp} pp={c.pp} ({res.world_size} "
+        f"simulated dp={c.dp} tp={tp} pp={c.pp} ({res.world_size} "
         f"{'processes' if res.cluster == 'cpu-gloo' else 'GPUs'} = {res.nodes} nodes x "
         f"{res.gpus_per_node}, {res.cluster}), {c.schedule}, micro-batch {res.micro_batch}, "
         f"global batch {res.global_batch} ({res.micro_batches} micro-batches)",
@@ -96,13 +97,60 @@ def render(res: Any) -> str:
     return "\n".join(lines)
 
 
+def _stage_list(flag: str, text: str | None, pp: int, parse: Any,
+                valid: str) -> tuple[Any, ...] | None:
+    """A comma-separated per-pipeline-stage flag (``--stage-tp 1,1,2``): one item per stage."""
+    if text is None:
+        return None
+    items = [x.strip() for x in text.split(",")]
+    try:
+        out = tuple(parse(x) for x in items)
+    except ValueError:
+        out = ()
+    if not out or len(out) != pp:
+        raise ConfigError(f"{flag} {text!r}: give {pp} comma-separated {valid}, one per "
+                          f"pipeline stage (--pp {pp})")
+    return out
+
+
+def _tp_degree(text: str) -> int:
+    v = int(text)
+    if not 1 <= v <= MAX_GPUS:
+        raise ValueError(text)
+    return v
+
+
+def _recompute_mode(text: str) -> str:
+    from echo_sim.workload.build import RECOMPUTE_MODES
+
+    if text not in RECOMPUTE_MODES:
+        raise ValueError(text)
+    return text
+
+
+def _stage_flags(opts: Any) -> tuple[tuple[int, ...] | None, tuple[str, ...] | None]:
+    """(--stage-tp, --stage-recompute) as per-stage tuples, checked against --pp / --tp."""
+    from echo_sim.workload.build import RECOMPUTE_MODES
+
+    stage_tp = _stage_list("--stage-tp", opts.stage_tp, opts.pp, _tp_degree,
+                           "tensor-parallel degrees >= 1")
+    if stage_tp is not None and opts.tp not in (1, max(stage_tp)):
+        raise ConfigError(f"--tp {opts.tp} with --stage-tp {opts.stage_tp}: leave --tp out "
+                          f"(each stage's degree is --stage-tp's)")
+    stage_rc = _stage_list("--stage-recompute", opts.stage_recompute, opts.pp,
+                           _recompute_mode, f"modes of {'|'.join(RECOMPUTE_MODES)}")
+    return stage_tp, stage_rc
+
+
 def _check_bounds(opts: Any) -> int | None:
     """The layout flags against each other (each is range-checked by argparse); the memory
     limit in bytes."""
-    world = opts.dp * opts.tp * opts.pp
+    stage_tp = _stage_flags(opts)[0]
+    world = opts.dp * (sum(stage_tp) if stage_tp else opts.tp * opts.pp)
     cap = MAX_FULL_GPUS if opts.mode == "full" else MAX_GPUS
     if world > cap:
-        raise ConfigError(f"--dp x --tp x --pp = {world} GPUs is out of range; valid: at most "
+        what = "--dp x sum(--stage-tp)" if stage_tp else "--dp x --tp x --pp"
+        raise ConfigError(f"{what} = {world} GPUs is out of range; valid: at most "
                           f"{cap:,}" + (" with --mode full" if opts.mode == "full" else ""))
     if opts.global_batch is not None:
         micro = opts.global_batch // (opts.dp * (opts.micro_batch or 1))
@@ -148,7 +196,9 @@ def sim_config(opts: Any) -> Any:
     from echo_sim.sim.simulate import SimConfig
 
     memory_limit = _check_bounds(opts)
+    stage_tp, stage_rc = _stage_flags(opts)
     return SimConfig(
+        stage_tp=stage_tp, stage_recompute=stage_rc,
         dp=opts.dp, tp=opts.tp, pp=opts.pp, micro_batch=opts.micro_batch,
         global_batch=opts.global_batch, schedule=opts.schedule,
         virtual_stages=opts.virtual_stages, nodes=opts.nodes, gpus_per_node=opts.gpus_per_node,
@@ -214,7 +264,8 @@ COMMAND = Command(
     param_flags={"memory_limit_bytes": "--memory-limit", "batch_traces": "--batch-trace",
                  "ptp_bw_gbps": "--ptp-bandwidth", "remote_bw_gbps": "--bandwidth",
                  "mesh_rows": "--num-rows", "mesh_cols": "--num-cols",
-                 "mesh_dims": "--num-rows x --num-cols", "gpu_mesh": "--interconnects optical"},
+                 "mesh_dims": "--num-rows x --num-cols", "gpu_mesh": "--interconnects optical",
+                 "stage_tp": "--stage-tp", "stage_recompute": "--stage-recompute"},
     args=(
         arg("--dp", type=int_in(1, MAX_GPUS), default=1, help="data-parallel degree (default 1)"),
         arg("--tp", type=int_in(1, MAX_GPUS), default=1,
@@ -270,6 +321,16 @@ COMMAND = Command(
                  "costs (default: torch's: foreach on GPUs, per-parameter loop on CPU)"),
         arg("--fsdp", action="store_true", help="FSDP / ZeRO-3 instead of DDP"),
         arg("--recompute", action="store_true", help="full activation recomputation"),
+        arg("--stage-tp", metavar="T0,T1,...", default=None,
+            help="one tensor-parallel degree per pipeline stage, e.g. 1,1,2 with --pp 3 "
+                 "(Aceso's per-stage model_parallel_size_of_each_op): every stage keeps --dp "
+                 "replicas, so stage s holds dp x T_s GPUs (Aceso's num_gpus) and the job "
+                 "dp x (T0 + T1 + ...); each degree must divide the heads and hidden size "
+                 "(default: --tp on every stage)"),
+        arg("--stage-recompute", metavar="M0,M1,...", default=None,
+            help="one activation recomputation mode per pipeline stage, none|selective|full, "
+                 "e.g. full,none with --pp 2 (Aceso's checkpoint_activations / recompute_ops; "
+                 "default: --recompute on every stage)"),
         arg("--comm-profile", metavar="FILE", default=None,
             help="measured collective profile (from profile-comm)"),
         arg("--memory-limit", metavar="SIZE", default=None,

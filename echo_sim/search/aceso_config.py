@@ -15,7 +15,9 @@ How an echo layout fills them:
 * the ops of a stage are the forward ops ``simulate`` puts on it (the same stage split, read
   from the plan of the layout's own simulation), so ``sum(num_ops_in_each_stage)`` is the
   model's op count (GPT from an Aceso database: ``1 + 13 · num_layers + 2``, as in Aceso);
-* ``num_gpus[s] = dp · tp`` of stage ``s``; every op of it has ``tp`` and ``dp``;
+* ``num_gpus[s] = dp · tp_s`` of stage ``s`` (a heterogeneous layout's per-stage degree,
+  else the layout's one ``tp``); every op of it has ``tp_s`` and ``dp`` (every stage keeps
+  ``dp`` replicas, simulate's rule: Aceso's example, ``num_gpus [1, 1, 2]``);
 * ``micro_batch_size`` is Aceso's pipeline micro-batch, which each op splits over its
   data-parallel size: echo's per-replica micro-batch ``· dp``;
 * recomputation, per stage (a heterogeneous layout's own, else the layout's one mode):
@@ -90,7 +92,7 @@ def aceso_config(cand: Candidate, *, workload: Any, space: SearchSpace) -> dict[
     model = workload.model
     stages = _stage_ops(workload, cand, space)
     seq = int(model.get("seq") or 0)
-    tps = [lay.tp] * lay.pp
+    tps = list(lay.stage_tp) or [lay.tp] * lay.pp
     rcs = list(lay.stage_recompute) or [lay.recompute] * lay.pp
     return {
         "model_name": str(model.get("name") or "echo"),

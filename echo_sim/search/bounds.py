@@ -13,7 +13,10 @@ DDP buckets), so its largest stage is at least the mean over stages
 ``(Σ states + k_min · Σ act + Σ buffers) / pp``, ``k_min`` = 1 (1F1B: the last stage holds
 one micro-batch) or ``m`` (GPipe). ``Σ act`` is at least the whole model's activation bytes
 (with recomputation each block keeps its input plus the largest working set: a sum of
-per-stage maxima is at least the global maximum).
+per-stage maxima is at least the global maximum). Per-stage tensor-parallel degrees take
+the largest of them, ``tp_max``, everywhere: parameters, activations and working sets shrink
+as ``tp`` grows, so each stage holds at least its share at ``tp_max`` and the floor stays
+below simulate's (tests check it on every such layout).
 
 **Op probe** (one simulation per tensor-parallel degree × micro-batch × recomputation ×
 sequence parallelism),

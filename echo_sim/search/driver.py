@@ -11,6 +11,9 @@
    layout ends the search. Each remaining layout (grouped with the schedules that share
    its probe) gets a level-2 probe — exact memory and a pipeline-aware time bound — and,
    if still in the running, the full :func:`~echo_sim.sim.simulate.simulate`.
+   Layouts of per-stage tensor-parallel degrees (``--heterogeneous``) have no probe (one
+   probe prices one degree): their time bound is 0, so each one that passes the memory
+   floor is simulated (their number is bounded in :mod:`echo_sim.search.space`).
 
 Work runs on a local process pool (default: one worker per usable core), serially
 (``workers=1``), or on a Ray cluster (``workers="ray"``, when ``ray`` is installed: an
@@ -320,9 +323,12 @@ def _branch_and_bound(ex: _Executor, layouts: list[ParallelLayout], space: Searc
                       bar: _Bar) -> tuple[list[Outcome], int]:
     gb = space.global_batch
     # level 1: one probe per (world, tp, micro-batch, recompute, sequence parallelism)
+    # (per-stage tensor parallelism: no probe; simulated unless the top-k is already better
+    # than nothing could be, i.e. always: its bound is 0)
     keys: dict[tuple[int, int, int, str, bool], ParallelLayout] = {}
     for lay in layouts:
-        keys.setdefault(_probe_key(lay), lay)
+        if not lay.stage_tp:
+            keys.setdefault(_probe_key(lay), lay)
     futs = {k: ex.submit(_op_probe_task, lay, space) for k, lay in keys.items()}
     probes: dict[tuple[int, int, int, str, bool], OpProbe | str] = {}
     for k, f in futs.items():
@@ -332,7 +338,11 @@ def _branch_and_bound(ex: _Executor, layouts: list[ParallelLayout], space: Searc
         probes[k] = p
     outcomes: list[Outcome] = []
     ranked: list[tuple[float, ParallelLayout, OpProbe]] = []
+    ranked_het: list[ParallelLayout] = []
     for lay in layouts:
+        if lay.stage_tp:
+            ranked_het.append(lay)
+            continue
         p = probes[_probe_key(lay)]
         if isinstance(p, str):
             outcomes.append(("invalid", lay, p))
@@ -340,7 +350,11 @@ def _branch_and_bound(ex: _Executor, layouts: list[ParallelLayout], space: Searc
             continue
         ranked.append((score(objective, p.time_floor_us(lay, gb), lay, gb), lay, p))
     ranked.sort(key=lambda x: (x[0], x[1]))
-    best: list[float] = []  # max-heap (negated) of the top fitting scores
+    best: list[float] = []
+    # heterogeneous tensor parallelism first: bound 0, no probe (bounds.py prices one degree)
+    het: list[tuple[float, ParallelLayout, OpProbe | None]] = [(0.0, lay, None)
+                                                                for lay in sorted(ranked_het)]
+    queue: list[tuple[float, ParallelLayout, OpProbe | None]] = [*het, *ranked]  # max-heap (negated) of the top fitting scores
 
     def threshold() -> float:
         return -best[0] if len(best) >= top else float("inf")
@@ -356,10 +370,13 @@ def _branch_and_bound(ex: _Executor, layouts: list[ParallelLayout], space: Searc
 
     pending: set[Future[Any]] = set()
     i = 0
-    while i < len(ranked) or pending:
-        while i < len(ranked) and len(pending) < ex.slots and ranked[i][0] <= threshold():
-            _, lay, p = ranked[i]
+    while i < len(queue) or pending:
+        while i < len(queue) and len(pending) < ex.slots and queue[i][0] <= threshold():
+            _, lay, p = queue[i]
             i += 1
+            if p is None:
+                pending.add(ex.submit(_time_task, [lay], space, objective))
+                continue
             # level 2: simulate's memory model and a pipeline-aware bound on the same split
             # (per-stage recomputation: the probe's memory is its no-recompute one, no bound)
             mem = p.memory_bytes(lay, gb) if not lay.stage_recompute else 0.0
@@ -376,7 +393,7 @@ def _branch_and_bound(ex: _Executor, layouts: list[ParallelLayout], space: Searc
         done, pending = wait(pending, return_when=FIRST_COMPLETED)
         for f in done:
             absorb(f.result())
-    rest = ranked[i:]
+    rest = queue[i:]
     outcomes.extend(("bound", lay, b) for b, lay, _ in rest)
     bar.update(len(rest))
     return outcomes, len(keys)

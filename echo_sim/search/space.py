@@ -18,16 +18,27 @@ Large-Scale Language Model Training on GPU Clusters Using Megatron-LM", §3 take
   sequence parallelism only with ``tp >= 2`` (Korthikanti et al. 2022, "Reducing
   Activation Recomputation in Large Transformer Models", §4.2 and §5).
 
-Heterogeneous layouts (``SearchSpace(heterogeneous=True)``, ``search --heterogeneous``;
-Aceso's per-stage ``checkpoint_activations`` / ``recompute_ops``): with ``pp >= 2`` and
-recomputation searched, full recomputation on the first ``k`` stages and none on the rest,
-``1 <= k < pp``. Only prefixes are offered: under 1F1B stage ``s`` holds ``pp - s``
-micro-batches of activations, so an earlier stage gains more memory from recomputing than a
-later one for the same time; the ``pp - 1`` prefixes keep the space linear in ``pp``.
+Heterogeneous layouts (``SearchSpace(heterogeneous=True)``, ``search --heterogeneous``):
+
+* per-stage recomputation (Aceso's ``checkpoint_activations`` / ``recompute_ops``): with
+  ``pp >= 2`` and recomputation searched, full recomputation on the first ``k`` stages and
+  none on the rest, ``1 <= k < pp``. Only prefixes are offered: under 1F1B stage ``s`` holds
+  ``pp - s`` micro-batches of activations, so an earlier stage gains more memory from
+  recomputing than a later one for the same time; the ``pp - 1`` prefixes keep the space
+  linear in ``pp``;
+* per-stage tensor parallelism (Aceso's ``num_gpus`` / ``model_parallel_size_of_each_op``):
+  with ``tp`` and ``pp`` searched, degree ``a`` on the first ``k`` stages and ``b != a`` on
+  the rest (``1 <= k < pp``, both orders: TP rising or falling along the pipeline), ``a``
+  and ``b`` from the degrees uniform TP may take (dividing ``gpus_per_node``, the heads and
+  the hidden size). Every stage keeps the same ``dp`` (simulate's rule), so the layout uses
+  ``dp · (k·a + (pp - k)·b)`` GPUs, which must be the world size: Aceso's example config,
+  ``num_gpus [1, 1, 2]`` with tp ``[1, 1, 2]`` on 4 GPUs. Two degrees and one switch keep
+  the count at most ``|degrees|² · pp`` per ``pp`` (the stage split then balances each
+  stage at its own degree); not with interleaved virtual stages.
 
 What the simulator cannot express, and so the space does not offer: ZeRO-1/2 (only DDP
-or full sharding); uneven pipeline stages; a tensor-parallel degree or GPU count that
-differs between pipeline stages (Aceso's per-stage ``num_gpus``).
+or full sharding); uneven pipeline stages; stages of different data-parallel degrees
+(re-sharding the activations between them).
 """
 
 from __future__ import annotations
@@ -76,7 +87,7 @@ class SearchSpace:
     ``micro_batch``: restrict a dimension to these values (``None``: every valid one).
     ``memory_limit_bytes``: device memory (default: the cluster GPU's). ``vary_gpus``: also
     try every divisor of ``gpus`` as the world size (the ``cost`` objective).
-    ``heterogeneous``: also per-stage recomputation (module docstring).
+    ``heterogeneous``: also per-stage recomputation and tensor parallelism (module docstring).
     """
 
     gpus: int
@@ -134,7 +145,8 @@ class SearchSpace:
 @dataclass(frozen=True, kw_only=True, order=True)
 class ParallelLayout:
     """One point of the space: degrees, micro-batch, sharding, recomputation, sequence
-    parallelism (``sp``, with ``tp >= 2``), schedule."""
+    parallelism (``sp``, with ``tp >= 2``), schedule; a heterogeneous layout's per-stage
+    recomputation and tensor-parallel degrees (``tp`` then is the largest of them)."""
 
     dp: int
     tp: int
@@ -146,10 +158,12 @@ class ParallelLayout:
     schedule: str = "1f1b"
     sp: bool = False
     stage_recompute: tuple[str, ...] = ()  # per pipeline stage; () = recompute everywhere
+    stage_tp: tuple[int, ...] = ()  # per pipeline stage (tp = the largest); () = tp everywhere
 
     @property
     def world(self) -> int:
-        return self.dp * self.tp * self.pp
+        """GPUs: ``dp · Σ_s tp_s`` (every stage holds ``dp`` replicas of its TP group)."""
+        return self.dp * (sum(self.stage_tp) if self.stage_tp else self.tp * self.pp)
 
     def micro_batches(self, global_batch: int) -> int:
         """Micro-batches per replica per step."""
@@ -158,7 +172,8 @@ class ParallelLayout:
     @property
     def label(self) -> str:
         """Short text: ``dp16 tp8 sp pp8 v2 mb1 fsdp rc-full 1f1b``."""
-        parts = [f"dp{self.dp}", f"tp{self.tp}", *(["sp"] if self.sp else []), f"pp{self.pp}"]
+        tp = "/".join(map(str, self.stage_tp)) if self.stage_tp else str(self.tp)
+        parts = [f"dp{self.dp}", f"tp{tp}", *(["sp"] if self.sp else []), f"pp{self.pp}"]
         if self.vpp > 1:
             parts.append(f"v{self.vpp}")
         parts.append(f"mb{self.micro_batch}")
@@ -175,7 +190,8 @@ class ParallelLayout:
         return {"dp": self.dp, "tp": self.tp, "pp": self.pp, "vpp": self.vpp,
                 "micro_batch": self.micro_batch, "fsdp": self.fsdp,
                 "recompute": self.recompute, "sequence_parallel": self.sp,
-                "schedule": self.schedule, "stage_recompute": list(self.stage_recompute)}
+                "schedule": self.schedule, "stage_recompute": list(self.stage_recompute),
+                "stage_tp": list(self.stage_tp)}
 
     def sim_config(self, space: SearchSpace, *, global_batch: int | None = None,
                    keep_schedule: bool = True) -> Any:
@@ -191,6 +207,7 @@ class ParallelLayout:
             nodes=self.world // gpn if self.world % gpn == 0 else None,
             cluster=space.cluster, fsdp=self.fsdp, recompute=self.recompute,
             sequence_parallel=self.sp, stage_recompute=self.stage_recompute or None,
+            stage_tp=self.stage_tp or None,
             comm_profile=space.comm_profile, memory_limit_bytes=space.memory_limit_bytes)
 
 
@@ -225,43 +242,77 @@ def enumerate_layouts(workload: Any, space: SearchSpace) -> tuple[list[ParallelL
     notes: list[str] = []
     worlds = divisors(space.gpus) if space.vary_gpus else [space.gpus]
     out: list[ParallelLayout] = []
+
+    def allowed_tp(t: int, world: int) -> bool:
+        return ((space.tp is None or t in space.tp) and ("tp" in dims or t == 1)
+                and (space.gpus_per_node % t == 0 or t == 1) and (can_tp or t == 1)
+                and (not heads or heads % t == 0) and (not hidden or hidden % t == 0)
+                and t <= world)
+
+    def add(world: int, tp: int, pp: int, dp: int, stage_tp: tuple[int, ...]) -> None:
+        """Every micro-batch, schedule, sharding, recomputation and sp of one degree set."""
+        if gb % dp:
+            return
+        per_replica = gb // dp
+        mbs = [b for b in divisors(per_replica)
+               if (space.micro_batch is None or b in space.micro_batch)]
+        if "micro-batch" not in dims:
+            mbs = [b for b in mbs if b == min(traced_mb, per_replica)] or \
+                [b for b in mbs if b == 1]
+        low = min(stage_tp) if stage_tp else tp
+        sps = space.sequence_parallel if "sp" in dims and low > 1 else (False,)
+        for mb in mbs:
+            m = per_replica // mb
+            for sched, vpp in _schedules(space, dims, pp, blocks, m):
+                if stage_tp and vpp > 1:
+                    continue
+                for fsdp in space.fsdp if "fsdp" in dims else (False,):
+                    if fsdp and dp < 2:
+                        continue
+                    for rc, per_stage in _recomputes(space, recomputes, pp, vpp):
+                        for sp in sps:
+                            out.append(ParallelLayout(dp=dp, tp=tp, pp=pp, vpp=vpp,
+                                                      micro_batch=mb, fsdp=fsdp,
+                                                      recompute=rc, schedule=sched, sp=sp,
+                                                      stage_recompute=per_stage,
+                                                      stage_tp=stage_tp))
+
     for world in worlds:
-        tps = [t for t in divisors(world)
-               if (space.tp is None or t in space.tp) and ("tp" in dims or t == 1)]
-        tps = [t for t in tps if space.gpus_per_node % t == 0 or t == 1]
-        if not can_tp:
-            tps = [t for t in tps if t == 1]
-        tps = [t for t in tps if (not heads or heads % t == 0) and (not hidden or hidden % t == 0)]
+        tps = [t for t in divisors(world) if allowed_tp(t, world)]
         for tp in tps:
-            sps = space.sequence_parallel if "sp" in dims and tp > 1 else (False,)
             pps = [p for p in divisors(world // tp)
                    if (space.pp is None or p in space.pp) and ("pp" in dims or p == 1)
                    and (p == 1 or blocks % p == 0)]
             for pp in pps:
-                dp = world // (tp * pp)
-                if gb % dp:
-                    continue
-                per_replica = gb // dp
-                mbs = [b for b in divisors(per_replica)
-                       if (space.micro_batch is None or b in space.micro_batch)]
-                if "micro-batch" not in dims:
-                    mbs = [b for b in mbs if b == min(traced_mb, per_replica)] or \
-                        [b for b in mbs if b == 1]
-                for mb in mbs:
-                    m = per_replica // mb
-                    for sched, vpp in _schedules(space, dims, pp, blocks, m):
-                        for fsdp in space.fsdp if "fsdp" in dims else (False,):
-                            if fsdp and dp < 2:
-                                continue
-                            for rc, per_stage in _recomputes(space, recomputes, pp, vpp):
-                                for sp in sps:
-                                    out.append(ParallelLayout(dp=dp, tp=tp, pp=pp, vpp=vpp,
-                                                              micro_batch=mb, fsdp=fsdp,
-                                                              recompute=rc, schedule=sched,
-                                                              sp=sp, stage_recompute=per_stage))
+                add(world, tp, pp, world // (tp * pp), ())
+        if space.heterogeneous and "tp" in dims and "pp" in dims:
+            degrees = [t for t in divisors(space.gpus_per_node) if allowed_tp(t, world)]
+            for pp, stage_tp in _stage_tps(degrees, world, blocks, space.pp):
+                add(world, max(stage_tp), pp, world // sum(stage_tp), stage_tp)
     if not out:
         notes.append(_why_empty(space, blocks, heads, can_tp))
     return out, notes
+
+
+def _stage_tps(degrees: list[int], world: int, blocks: int,
+               pps: tuple[int, ...] | None) -> list[tuple[int, tuple[int, ...]]]:
+    """(pp, per-stage degrees) of the heterogeneous layouts of ``world`` GPUs: two degrees
+    ``a != b`` of ``degrees``, ``a`` on the first ``k`` stages and ``b`` on the rest
+    (``1 <= k < pp``; both orders), with ``dp = world / (k·a + (pp - k)·b)`` whole. At most
+    ``|degrees|² · pp`` per ``pp`` (module docstring)."""
+    out: list[tuple[int, tuple[int, ...]]] = []
+    for pp in divisors(blocks):
+        if pp < 2 or (pps is not None and pp not in pps):
+            continue
+        for a in degrees:
+            for b in degrees:
+                if a == b:
+                    continue
+                for k in range(1, pp):
+                    st = (a,) * k + (b,) * (pp - k)
+                    if world % sum(st) == 0:
+                        out.append((pp, st))
+    return out
 
 
 def _recomputes(space: SearchSpace, uniform: list[str], pp: int, vpp: int

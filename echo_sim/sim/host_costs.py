@@ -71,9 +71,9 @@ def apply_host_costs(plan: Plan, workload: Workload, layout: Layout, *,
     disp = dtensor_dispatch(profile) if layout.tp > 1 else None
     if disp is not None:
         fw_ops = {o.index: o for o in workload.ops if o.phase == "F"}
-        for sp in plan.stages:
+        for k, sp in enumerate(plan.stages):
             for o in (*sp.fw, *sp.bw):
-                if o.role not in sharded_roles:
+                if o.role not in sharded_roles or layout.tp_of(k % layout.pp) == 1:
                     continue
                 f = o if o.phase == "F" else fw_ops.get(o.fw, o)
                 nbytes = (f.in_bytes if o.role == "column" else f.out_bytes) * mb_scale
@@ -82,10 +82,13 @@ def apply_host_costs(plan: Plan, workload: Workload, layout: Layout, *,
         notes += list(disp.notes)
     unit_cost = fsdp_unit(profile) if fsdp else None
     if unit_cost is not None:
-        for sp in plan.stages:
-            _fsdp_units(sp.fw, sp.bw, workload, owned, layout, unit_cost, t, slowdown)
+        for k, sp in enumerate(plan.stages):
+            _fsdp_units(sp.fw, sp.bw, workload, owned, layout, unit_cost, t, slowdown,
+                        tp=layout.tp_of(k % layout.pp))
         notes.append(unit_cost.note)
     for s in range(layout.pp):
+        if not fsdp and layout.tp_of(s) == 1:  # a stage without TP holds plain tensors
+            continue
         chunks = [plan.stages[c * layout.pp + s] for c in range(layout.virtual)]
         ops = [o for c in chunks for o in c.fw]
         n_all = sum(owned.get(o.module, 0) for o in ops)
@@ -106,14 +109,15 @@ def apply_host_costs(plan: Plan, workload: Workload, layout: Layout, *,
 
 
 def _fsdp_units(fw: list[Op], bw: list[Op], workload: Workload, owned: dict[str, int],
-                layout: Layout, cost: FsdpUnitCost, times: np.ndarray, slowdown: float) -> None:
+                layout: Layout, cost: FsdpUnitCost, times: np.ndarray, slowdown: float, *,
+                tp: int) -> None:
     """Per FSDP unit: hook + copy cost on its first forward and first backward op."""
     bw_units = fsdp_units(bw, workload.has_blocks)
     for unit, ops in fsdp_units(fw, workload.has_blocks).items():
         n = sum(owned.get(o.module, 0) for o in ops)
         if not n:
             continue
-        nbytes = sum(tp_param_bytes(o, layout.tp) for o in ops)
+        nbytes = sum(tp_param_bytes(o, tp) for o in ops)
         c_fw, c_bw = fsdp_copy_us(nbytes, layout.dp, cost.copy_bytes_per_us)
         times[ops[0].index] += (cost.fw_us(n, nbytes) + c_fw) * slowdown
         first_bw = bw_units.get(unit)

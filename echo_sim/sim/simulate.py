@@ -92,6 +92,9 @@ class SimConfig:
     vocab_parallel: bool = True  # tp: shard the token embedding and head by vocabulary
     # one recompute mode per pipeline stage (Aceso's checkpoint_activations), over recompute
     stage_recompute: tuple[str, ...] | None = None
+    # one tensor-parallel degree per pipeline stage (Aceso's model_parallel_size_of_each_op),
+    # over tp; every stage has dp replicas, so stage s holds dp·stage_tp[s] GPUs
+    stage_tp: tuple[int, ...] | None = None
     network: NetworkSpec | None = None  # link rates / topology over the preset's
     traced_micro_batch: int | None = None  # default: meta.json's (TrioSim traces have none)
 
@@ -108,6 +111,18 @@ class SimConfig:
             v = getattr(self, name)
             if not isinstance(v, int) or v < 1:
                 raise ConfigError(f"{name}={v!r} must be an integer >= 1")
+        if self.stage_tp is not None:
+            st = self.stage_tp
+            if not isinstance(st, tuple) or len(st) != self.pp or any(
+                    not isinstance(x, int) or x < 1 for x in st):
+                raise ConfigError(f"stage_tp={st!r}: give one tensor-parallel degree >= 1 "
+                                  f"per pipeline stage (pp={self.pp})")
+            if len(set(st)) > 1 and self.virtual_stages != 1:
+                raise ConfigError(f"stage_tp={st!r}: one degree per pipeline rank needs "
+                                  f"virtual_stages=1, not {self.virtual_stages}")
+            if self.tp not in (1, max(st)):
+                raise ConfigError(f"tp={self.tp} with stage_tp={st!r}: leave tp at 1 or give "
+                                  f"the largest per-stage degree, {max(st)}")
         for name in ("micro_batch", "global_batch", "nodes", "gpus_per_node",
                      "memory_limit_bytes", "traced_micro_batch"):
             v = getattr(self, name)
@@ -141,7 +156,7 @@ class SimConfig:
         world = self.world
         if self.nodes is not None and self.gpus_per_node is not None and \
                 self.nodes * self.gpus_per_node != world:
-            raise ConfigError(f"dp·tp·pp = {self.dp}·{self.tp}·{self.pp} = {world} but nodes·"
+            raise ConfigError(f"{self._world_text} = {world} but nodes·"
                               f"gpus_per_node = {self.nodes}·{self.gpus_per_node} = "
                               f"{self.nodes * self.gpus_per_node}")
         if self.nodes is not None and self.gpus_per_node is None and world % self.nodes:
@@ -153,8 +168,25 @@ class SimConfig:
                               f"{self.dp * self.micro_batch}")
 
     @property
+    def stage_tps(self) -> tuple[int, ...]:
+        """Tensor-parallel degree of every pipeline stage: ``stage_tp``, else ``tp``."""
+        return self.stage_tp or (self.tp,) * self.pp
+
+    @property
+    def heterogeneous_tp(self) -> bool:
+        """True when the pipeline stages run different tensor-parallel degrees."""
+        return len(set(self.stage_tps)) > 1
+
+    @property
     def world(self) -> int:
-        return self.dp * self.tp * self.pp
+        """GPUs: ``dp · Σ_s tp_s`` (``dp·tp·pp`` with one degree on every stage)."""
+        return self.dp * sum(self.stage_tps)
+
+    @property
+    def _world_text(self) -> str:
+        if self.stage_tp is None:
+            return f"dp·tp·pp = {self.dp}·{self.tp}·{self.pp}"
+        return f"dp·sum(stage_tp) = {self.dp}·({'+'.join(map(str, self.stage_tp))})"
 
 
 @dataclass(frozen=True)
@@ -223,10 +255,11 @@ class SimResult:
             "iteration_time_us": self.iteration_time_us,
             "samples_per_s": self.samples_per_s,
             "tokens_per_s": self.tokens_per_s,
-            "layout": {"dp": c.dp, "tp": c.tp, "pp": c.pp, "schedule": c.schedule,
+            "layout": {"dp": c.dp, "tp": max(c.stage_tps), "pp": c.pp, "schedule": c.schedule,
                        "virtual_stages": c.virtual_stages, "fsdp": c.fsdp,
                        "recompute": c.recompute, "data_parallel": c.data_parallel,
                        "stage_recompute": list(c.stage_recompute or ()),
+                       "stage_tp": list(c.stage_tp or ()),
                        "micro_batch": self.micro_batch, "global_batch": self.global_batch,
                        "micro_batches": self.micro_batches, "nodes": self.nodes,
                        "gpus_per_node": self.gpus_per_node, "cluster": self.cluster,
@@ -298,7 +331,14 @@ def _resolve_cluster(config: SimConfig, hw: HardwareChoice) -> Any:
 
 
 def _check_workload(config: SimConfig, workload: Workload, micro_batches: int) -> None:
-    check_tensor_parallel(workload, config.tp)
+    for tp in dict.fromkeys(config.stage_tps):
+        try:
+            check_tensor_parallel(workload, tp)
+        except ConfigError as e:
+            if config.stage_tp is None:
+                raise
+            msg = str(e).replace(f"tp={tp} ", f"degree {tp} ", 1)
+            raise ConfigError(f"stage_tp={config.stage_tp!r}: {msg}") from None
     stages = config.pp * config.virtual_stages
     if stages > 1 and stages > workload.num_blocks:
         raise ConfigError(f"pp·virtual_stages = {stages} pipeline stages but the model has "
@@ -350,7 +390,7 @@ def simulate(trace: Trace | Workload, config: SimConfig, *, comm: Any = None,
                               "with capture(micro_batch=...) / TRACE_MICRO_BATCH")
     mb, gb, m = _resolve_batches(config, batch.micro_batch)
     _check_workload(config, workload, m)
-    if config.tp > 1 and any(o.role == "channel" for o in workload.ops):
+    if max(config.stage_tps) > 1 and any(o.role == "channel" for o in workload.ops):
         notes.models.append(channel_summary(workload))
     if config.recompute == "selective" and not any(o.kind == "Attention" for o in workload.ops):
         notes.warnings.append("recompute selective: the trace has no attention-core op of its "
@@ -370,8 +410,10 @@ def simulate(trace: Trace | Workload, config: SimConfig, *, comm: Any = None,
     others = [b if isinstance(b, Workload) else extract_workload(b) for b in batch_traces]
     base = _op_times(config, workload, others, mb, hw, host, cluster, notes)
     mb_scale = mb / (workload.micro_batch or mb)
-    layout = Layout(dp=config.dp, tp=config.tp, pp=config.pp, virtual=config.virtual_stages,
-                    micro_batches=m, schedule=config.schedule, full=config.mode == "full")
+    layout = Layout(dp=config.dp, tp=max(config.stage_tps), pp=config.pp,
+                    virtual=config.virtual_stages, micro_batches=m, schedule=config.schedule,
+                    full=config.mode == "full",
+                    stage_tp=config.stage_tps if config.heterogeneous_tp else ())
     plan = _plan(config, workload, layout, base, mb_scale, is_cpu, host, notes)
     built = build_graph(plan, layout, comm, link_contention=config.link_contention)
     sched = run(built.graph)
@@ -456,7 +498,7 @@ def _workload(trace: Trace | Workload, config: SimConfig) -> tuple[Workload, dic
     if not config.vocab_parallel:
         workload = workload.with_ops([replace(o, role="replicated") if o.role == "vocab" else o
                                       for o in workload.ops])
-    if config.tp > 1 and meta.get("tp_split") == CHANNEL_SPLIT:  # TrioSim tpflag layers
+    if max(config.stage_tps) > 1 and meta.get("tp_split") == CHANNEL_SPLIT:  # TrioSim tpflag layers
         workload = channel_parallel(workload)
     return workload, meta
 
@@ -526,7 +568,9 @@ def _gpu(name: str) -> Any:
 
 
 def _layout_description(config: SimConfig, is_cpu: bool, m: int) -> str:
-    parts = [f"layout: dp={config.dp} tp={config.tp} pp={config.pp} {config.schedule}"
+    tp = "/".join(map(str, config.stage_tps)) if config.heterogeneous_tp \
+        else str(max(config.stage_tps))
+    parts = [f"layout: dp={config.dp} tp={tp} pp={config.pp} {config.schedule}"
              f"{f' v={config.virtual_stages}' if config.virtual_stages > 1 else ''}, "
              f"{m} micro-batch(es)"]
     if config.fsdp:
@@ -610,7 +654,7 @@ def _memory(config: SimConfig, workload: Workload, plan: Plan, layout: Layout,
     P, V = layout.pp, layout.virtual
     out: dict[int, MemoryEstimate] = {}
     for s in range(P):
-        chunks = [chunk_memory(plan.stages[c * P + s].fw, tp=layout.tp, mb_scale=mb_scale,
+        chunks = [chunk_memory(plan.stages[c * P + s].fw, tp=layout.tp_of(s), mb_scale=mb_scale,
                                recompute=config.stage_recompute[s]
                                if config.stage_recompute else config.recompute,
                                sequence_parallel=config.sequence_parallel,

@@ -21,6 +21,16 @@ hooks into communication tasks on ``rank<r>/comm_tp``, ``comm_dp`` (``comm_ag``,
 ``comm_rs``, ``comm_push``, ``comm_pull``) and ``p2p`` channels. A collective is **one**
 task holding every simulated member's channel, so it starts when the last member issues it.
 
+Per-stage tensor parallelism (``Layout.stage_tp``, Aceso's per-stage ``num_gpus`` /
+``model_parallel_size_of_each_op``): every stage keeps ``dp`` replicas of its own TP group,
+so stage ``s`` holds ``dp · tp_s`` GPUs and every stage sees the same micro-batches (no
+re-sharding of the batch between stages). Each stage gets its op times at its own degree
+(the ``1/tp`` model, or the times an Aceso database measured at that degree), its own TP
+all-reduces, its gradient all-reduce of its own shard over its ``dp`` replicas; the split
+balances each unit at the degree of the stage it lands on. At a boundary between degrees
+each receiving TP rank gets the whole activation from the sender of index ``t mod tp_from``
+(a sender's copies go back to back, one transfer).
+
 Symmetry: with ``full=False`` only one rank per pipeline stage is simulated — data-parallel
 replicas and tensor-parallel peers run the same ops at the same times, so a collective over
 their group is priced for the whole group but scheduled on the representative alone.
@@ -29,6 +39,7 @@ their group is priced for the whole group but scheduled on the representative al
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -78,8 +89,15 @@ class CommPricer:
 
 @dataclass(frozen=True, kw_only=True)
 class Layout:
-    """Parallel layout. Global rank = ``s·dp·tp + d·tp + t`` (TP innermost, then DP, then PP:
-    Megatron's and torchtitan's order, so TP groups share a node)."""
+    """Parallel layout. Global rank = ``offset_s + d·tp_s + t`` (TP innermost, then DP, then
+    PP: Megatron's and torchtitan's order, so TP groups share a node), ``offset_s`` the GPUs
+    of the stages before ``s``.
+
+    ``stage_tp``: one tensor-parallel degree per pipeline stage (Aceso's per-stage
+    ``model_parallel_size_of_each_op``); ``()`` = ``tp`` on every stage. Every stage has the
+    same ``dp``, so stage ``s`` holds ``dp · tp_s`` GPUs (Aceso's ``num_gpus[s]``) and every
+    stage sees the same micro-batches; with a uniform ``tp``, ``offset_s = s·dp·tp``.
+    """
 
     dp: int = 1
     tp: int = 1
@@ -88,19 +106,31 @@ class Layout:
     micro_batches: int = 1
     schedule: str = "1f1b"
     full: bool = False
+    stage_tp: tuple[int, ...] = ()
+
+    def tp_of(self, s: int) -> int:
+        """Tensor-parallel degree of pipeline stage ``s``."""
+        return self.stage_tp[s] if self.stage_tp else self.tp
+
+    @property
+    def tps(self) -> tuple[int, ...]:
+        """Tensor-parallel degree of every pipeline stage."""
+        return self.stage_tp or (self.tp,) * self.pp
 
     def rank(self, d: int, t: int, s: int) -> int:
-        return s * self.dp * self.tp + d * self.tp + t
+        if not self.stage_tp:
+            return s * self.dp * self.tp + d * self.tp + t
+        return self.dp * sum(self.stage_tp[:s]) + d * self.stage_tp[s] + t
 
     @property
     def world(self) -> int:
-        return self.dp * self.tp * self.pp
+        return self.dp * sum(self.tps)
 
     def simulated(self) -> list[tuple[int, int, int]]:
         """(d, t, s) of the ranks simulated: all, or one per stage (d = t = 0)."""
         if self.full:
             return [(d, t, s) for s in range(self.pp) for d in range(self.dp)
-                    for t in range(self.tp)]
+                    for t in range(self.tp_of(s))]
         return [(0, 0, s) for s in range(self.pp)]
 
 
@@ -131,26 +161,40 @@ class Plan:
 
 
 def unit_stages(fw_all: Sequence[Op], bw_all: Sequence[Op], time_us: np.ndarray,
-                stages: int, *, how: str = "time") -> dict[str, int]:
+                stages: int, *, how: str = "time",
+                stage_time_us: Sequence[np.ndarray] | None = None) -> dict[str, int]:
     """Virtual stage of every unit: units in forward order, each weighted by the forward and
     backward time of its ops (a backward op without its forward module counts to the last
     unit), cut by :func:`~echo_sim.workload.pipeline.split_units`. ``make_plan`` and
-    ``search``'s bounds both split with this, so they always agree."""
+    ``search``'s bounds both split with this, so they always agree.
+
+    ``stage_time_us``: per virtual stage, the op times on that stage (stages of different
+    tensor-parallel degrees); a unit then weighs what it would take on the stage it lands on.
+    """
     units: list[str] = []
-    unit_time: dict[str, float] = {}
     unit_block: dict[str, bool] = {}
     fw_of = {o.module: o for o in fw_all}
     for o in fw_all:
-        if o.unit not in unit_time:
+        if o.unit not in unit_block:
             units.append(o.unit)
-            unit_time[o.unit] = 0.0
             unit_block[o.unit] = o.block >= 0
-        unit_time[o.unit] += float(time_us[o.index])
-    for o in bw_all:
-        f = fw_of.get(o.module)
-        unit_time[f.unit if f else units[-1]] += float(time_us[o.index])
-    cut = split_units(units, [unit_time[u] for u in units], [unit_block[u] for u in units],
-                      stages, how=how) if stages > 1 else [0] * len(units)
+    rows = [time_us] if stage_time_us is None else list(stage_time_us)
+    weights: list[list[float]] = []
+    for row in rows:
+        unit_time = dict.fromkeys(units, 0.0)
+        for o in fw_all:
+            unit_time[o.unit] += float(row[o.index])
+        for o in bw_all:
+            f = fw_of.get(o.module)
+            unit_time[f.unit if f else units[-1]] += float(row[o.index])
+        weights.append([unit_time[u] for u in units])
+    blocks = [unit_block[u] for u in units]
+    if stages <= 1:
+        cut = [0] * len(units)
+    elif stage_time_us is None:
+        cut = split_units(units, weights[0], blocks, stages, how=how)
+    else:
+        cut = split_units(units, weights[0], blocks, stages, how=how, stage_time_us=weights)
     return dict(zip(units, cut, strict=True))
 
 
@@ -189,37 +233,28 @@ def make_plan(workload: Workload, layout: Layout, base_time_us: np.ndarray, *,
     ops = list(workload.ops)
     fw_all = [o for o in ops if o.phase == "F"]
     bw_all = [o for o in ops if o.phase == "B"]
-    tp = layout.tp
-    # (2) tensor parallel: shard the op times (dur and gap parts separately), or take the
-    # times measured at this tp (an Aceso op database profiles every tp)
-    dur_f, gap_f = tp_factors(ops, tp)
-    t = np.array(base_time_us, dtype=float)
-    measured = workload.tp_time_us.get(tp) if tp > 1 else None
-    for o in ops:
-        if measured is not None:
-            if o.time_us > 0:
-                t[o.index] *= measured[o.index] / o.time_us
-        elif o.time_us > 0 and (dur_f[o.index] != 1.0 or gap_f[o.index] != 1.0):
-            t[o.index] *= (o.dur_us * dur_f[o.index] + o.gap_us * gap_f[o.index]) / o.time_us
-    if sequence_parallel and tp > 1:
-        for o in ops:
-            if o.block >= 0 and o.role not in SHARDED_ROLES and o.phase != "U":
-                t[o.index] /= tp
-    # (3) recomputation: backward first re-runs its module's forward
-    if mode != "none":
-        by_index = {o.index: o for o in ops}
-        for o in bw_all:
-            if o.fw >= 0 and (mode == "full" or by_index[o.fw].kind == "Attention"):
-                t[o.index] += t[o.fw]
-    # (1) pipeline split over units in forward order
-    fw_of = {o.module: o for o in fw_all}
     nvs = layout.pp * layout.virtual
-    stage_of_unit = unit_stages(fw_all, bw_all, t, nvs, how=stage_split)
+    tps = [layout.tp_of(vs % layout.pp) for vs in range(nvs)]  # per virtual stage
+    # (2) tensor parallel, per degree a stage runs at (3) then uniform recomputation
+    by_tp = {tp: _tp_times(workload, ops, base_time_us, tp, sequence_parallel=sequence_parallel,
+                           recompute=mode) for tp in dict.fromkeys(tps)}
+    # (1) pipeline split over units in forward order; stages of different tensor-parallel
+    # degrees balance each unit's time at the degree of the stage it would land on
+    fw_of = {o.module: o for o in fw_all}
+    t = by_tp[tps[0]]
+    stage_of_unit = unit_stages(fw_all, bw_all, t, nvs, how=stage_split,
+                                stage_time_us=[by_tp[x] for x in tps]
+                                if len(by_tp) > 1 else None)
 
     def vs_of(o: Op) -> int:
         f = fw_of.get(o.module) if o.phase == "B" else o
         return stage_of_unit[f.unit] if f is not None else nvs - 1
 
+    if len(by_tp) > 1:  # each op at its own stage's degree
+        t = t.copy()
+        for o in ops:
+            if o.phase != "U":
+                t[o.index] = by_tp[tps[vs_of(o)]][o.index]
     if stage_modes is not None:  # (3) per stage, on the split made without it
         by_index = {o.index: o for o in ops}
         for o in bw_all:
@@ -232,8 +267,9 @@ def make_plan(workload: Workload, layout: Layout, base_time_us: np.ndarray, *,
         stages[vs_of(o)].fw.append(o)
     for o in bw_all:
         stages[vs_of(o)].bw.append(o)
-    pbytes: Callable[[Op], float] = lambda o: tp_param_bytes(o, tp)  # noqa: E731
     for k, sp in enumerate(stages):
+        tp = tps[k]
+        pbytes: Callable[[Op], float] = functools.partial(_held_bytes, tp=tp)
         if sp.fw:
             sp.p2p_bytes = int(round(sp.fw[-1].out_bytes * mb_scale))
         sp.param_bytes = sum(pbytes(o) for o in sp.fw)
@@ -255,9 +291,10 @@ def make_plan(workload: Workload, layout: Layout, base_time_us: np.ndarray, *,
                     mode=dp_mode, cap_bytes=bucket_cap_bytes,
                     traced_buckets=workload.buckets), len(sp.hooks))
     total_params = float(sum(o.param_bytes for o in fw_all)) or 1.0
-    upd = float(sum(t[o.index] for o in ops if o.phase == "U"))
     update_us = []
     for s in range(layout.pp):
+        # the optimizer step of the stage's share of the parameters, timed at its degree
+        upd = float(sum(by_tp[layout.tp_of(s)][o.index] for o in ops if o.phase == "U"))
         held = sum(stages[c * layout.pp + s].param_bytes for c in range(layout.virtual))
         frac = held / total_params / (layout.dp if fsdp else 1)
         update_us.append(upd * frac)
@@ -265,6 +302,39 @@ def make_plan(workload: Workload, layout: Layout, base_time_us: np.ndarray, *,
                 post_us=workload.post_us, stage_of_unit=stage_of_unit, fsdp_impl=fsdp_impl,
                 recompute=mode if stage_modes is None else max(
                     stage_modes, key=RECOMPUTE_MODES.index))
+
+
+def _held_bytes(o: Op, *, tp: int) -> float:
+    return tp_param_bytes(o, tp)
+
+
+def _tp_times(workload: Workload, ops: Sequence[Op], base_time_us: np.ndarray, tp: int, *,
+              sequence_parallel: bool, recompute: str) -> np.ndarray:
+    """Every op's time on a rank of ``tp``-way tensor parallelism (steps 2 and 3 of
+    :func:`make_plan`): the sharded parts of each op's duration and host gap over ``tp``
+    (:func:`~echo_sim.workload.tensor_parallel.tp_factors`), or the time measured at this
+    ``tp`` (an Aceso op database profiles every tp), then sequence parallelism, then uniform
+    recomputation (backward re-runs its module's forward)."""
+    dur_f, gap_f = tp_factors(ops, tp)
+    t = np.array(base_time_us, dtype=float)
+    measured = workload.tp_time_us.get(tp) if tp > 1 else None
+    for o in ops:
+        if measured is not None:
+            if o.time_us > 0:
+                t[o.index] *= measured[o.index] / o.time_us
+        elif o.time_us > 0 and (dur_f[o.index] != 1.0 or gap_f[o.index] != 1.0):
+            t[o.index] *= (o.dur_us * dur_f[o.index] + o.gap_us * gap_f[o.index]) / o.time_us
+    if sequence_parallel and tp > 1:
+        for o in ops:
+            if o.block >= 0 and o.role not in SHARDED_ROLES and o.phase != "U":
+                t[o.index] /= tp
+    if recompute != "none":
+        by_index = {o.index: o for o in ops}
+        for o in ops:
+            if o.phase == "B" and o.fw >= 0 and (recompute == "full"
+                                                 or by_index[o.fw].kind == "Attention"):
+                t[o.index] += t[o.fw]
+    return t
 
 
 def _offset(hooks: list[CommHook], base: int) -> list[CommHook]:
@@ -417,27 +487,39 @@ class _Emitter:
         key = (kind, d if kind == "tp" else t, s)
         grp = self._groups.get(key)
         if grp is None:
-            grp = self._groups[key] = (tuple(L.rank(d, x, s) for x in range(L.tp))
+            grp = self._groups[key] = (tuple(L.rank(d, x, s) for x in range(L.tp_of(s)))
                                        if kind == "tp" else
                                        tuple(L.rank(x, t, s) for x in range(L.dp)))
         return grp
 
-    def p2p(self, vs_from: int, vs_to: int, mb: int, d: int, t: int) -> int:
-        """The pipeline transfer of micro-batch ``mb`` between two virtual stages."""
+    def p2p(self, vs_from: int, vs_to: int, mb: int, d: int, t: int) -> int | None:
+        """The pipeline transfer of micro-batch ``mb`` from virtual stage ``vs_from``'s rank
+        of tensor-parallel index ``t`` to ``vs_to`` (None: that rank sends nothing).
+
+        Every rank of the receiving stage gets the whole activation, as Megatron sends it
+        from every tensor-parallel rank: receiver ``t'`` from sender ``t' mod tp_from``.
+        With equal degrees that is one send to the rank of the same index; a sender facing
+        ``k`` times its stage's degree sends its ``k`` copies back to back, one task holding
+        every receiver (so one rank per stage stands for its tensor-parallel peers)."""
         key = ("p2p", vs_from, vs_to, mb, d, t)
-        tk = self.pending.get(key)
-        if tk is None:
-            L, P = self.L, self.L.pp
-            src, dst = L.rank(d, t, vs_from % P), L.rank(d, t, vs_to % P)
-            nbytes = self.plan.stages[min(vs_from, vs_to)].p2p_bytes
-            members = [x for x in (src, dst) if x in self.sim_set]
-            rs = tuple(dict.fromkeys(self.res(x, "p2p") for x in members))
-            dur = self.comm.time_us("send", nbytes, [src, dst]) if src != dst else 0.0
-            tk = self.pending[key] = self.g.task(dur, rs, label=("p2p", src, dst, mb))
-            self.comm_info[tk] = ("pp.fw" if vs_to > vs_from else "pp.bw", "send", nbytes,
-                                  (src, dst))
-            for x in members:
-                self.comm_tasks[x].append(tk)
+        if key in self.pending:
+            return self.pending[key]
+        L, P = self.L, self.L.pp
+        tp_from, tp_to = L.tp_of(vs_from % P), L.tp_of(vs_to % P)
+        if t >= tp_to:  # a receiving stage of fewer ranks: peer t' < tp_to sends instead
+            return None
+        src = L.rank(d, t, vs_from % P)
+        dsts = [L.rank(d, x, vs_to % P) for x in range(t, tp_to, tp_from)]
+        nbytes = self.plan.stages[min(vs_from, vs_to)].p2p_bytes
+        members = [x for x in (src, *dsts) if x in self.sim_set]
+        rs = tuple(dict.fromkeys(self.res(x, "p2p") for x in members))
+        dur = sum(self.comm.time_us("send", nbytes, [src, dst]) for dst in dsts
+                  if src != dst)
+        tk = self.pending[key] = self.g.task(dur, rs, label=("p2p", src, dsts[0], mb))
+        self.comm_info[tk] = ("pp.fw" if vs_to > vs_from else "pp.bw", "send",
+                              nbytes * len(dsts), (src, *dsts))
+        for x in members:
+            self.comm_tasks[x].append(tk)
         return tk
 
     def collective(self, ctx: _RankCtx, hooks: list[CommHook], hi: int, issuer: int, vs: int,
@@ -501,18 +583,18 @@ class _Emitter:
                     blk = self.collective(ctx, hooks, hi, prev, vs, phase, mb, created)
                     if hooks[hi].wait == -2:
                         prev = blk
-            entry = -1
+            entry: int | None = None
             if phase == "F" and vs > 0:
-                entry = self.p2p(vs - 1, vs, mb, d, t)
+                entry = self.p2p(vs - 1, vs, mb, d, t % L.tp_of((vs - 1) % P))
             elif phase == "B" and vs < nvs - 1:
-                entry = self.p2p(vs + 1, vs, mb, d, t)
+                entry = self.p2p(vs + 1, vs, mb, d, t % L.tp_of((vs + 1) % P))
             for oi, dur in prep.ops:
                 tk = task(dur, (comp,), label=("op", r, oi, mb))
                 ctasks.append(tk)
                 edge(prev, tk)
-                if entry >= 0:
+                if entry is not None:
                     edge(entry, tk)
-                    entry = -1
+                    entry = None
                 for hi in prep.waits.get(oi, ()):
                     ct = created.get(hi)
                     if ct is not None:
@@ -525,10 +607,10 @@ class _Emitter:
                             prev = ct
             if phase == "B":
                 self.last_bw[r] = prev
-            if phase == "F" and vs < nvs - 1:
-                edge(prev, self.p2p(vs, vs + 1, mb, d, t))
-            elif phase == "B" and vs > 0:
-                edge(prev, self.p2p(vs, vs - 1, mb, d, t))
+            out = self.p2p(vs, vs + 1, mb, d, t) if phase == "F" and vs < nvs - 1 else \
+                self.p2p(vs, vs - 1, mb, d, t) if phase == "B" and vs > 0 else None
+            if out is not None:
+                edge(prev, out)
         upd = task(plan.update_us[s], (comp,), label=("update", r))
         ctasks.append(upd)
         edge(prev, upd)

@@ -37,10 +37,16 @@ STAGE_SPLITS: tuple[str, ...] = ("time", "even")
 
 
 def split_units(units: Sequence[str], time_us: Sequence[float], is_block: Sequence[bool],
-                stages: int, *, how: str = "time") -> list[int]:
+                stages: int, *, how: str = "time",
+                stage_time_us: Sequence[Sequence[float]] | None = None) -> list[int]:
     """Stage index of every unit (units in forward order); contiguous, none empty.
 
-    Raises :class:`ConfigError` if there are fewer splittable units than stages.
+    ``stage_time_us``: per stage, every unit's time on that stage (stages of different
+    tensor-parallel degrees, :class:`~echo_sim.workload.build.Layout`); ``"time"`` then
+    minimises the slowest stage with each unit weighed on the stage it lands on (the greedy
+    packing stays exact: filling a stage as far as the limit allows leaves the shortest
+    suffix for the rest). Raises :class:`ConfigError` if there are fewer splittable units
+    than stages.
     """
     if how not in STAGE_SPLITS:
         raise ConfigError(f"unknown stage split {how!r}; valid: {', '.join(STAGE_SPLITS)}")
@@ -53,10 +59,19 @@ def split_units(units: Sequence[str], time_us: Sequence[float], is_block: Sequen
     if len([i for i in free if is_block[i]] or free) < stages:
         raise ConfigError(f"{stages} pipeline stages but the model has only "
                           f"{len([i for i in free if is_block[i]] or free)} blocks to split")
-    w = [float(time_us[i]) for i in free]
-    w[0] += sum(float(time_us[i]) for i in range(lo))
-    w[-1] += sum(float(time_us[i]) for i in range(hi + 1, n))
-    cuts = _even_cuts(len(free), stages) if how == "even" else _balanced_cuts(w, stages)
+
+    def weights(row: Sequence[float]) -> list[float]:
+        w = [float(row[i]) for i in free]
+        w[0] += sum(float(row[i]) for i in range(lo))
+        w[-1] += sum(float(row[i]) for i in range(hi + 1, n))
+        return w
+
+    if how == "even":
+        cuts = _even_cuts(len(free), stages)
+    elif stage_time_us is None:
+        cuts = _balanced_cuts([weights(time_us)], stages)
+    else:
+        cuts = _balanced_cuts([weights(r) for r in stage_time_us], stages)
     stage_of = [0] * n
     for k, i in enumerate(free):
         stage_of[i] = cuts[k]
@@ -73,25 +88,33 @@ def _even_cuts(n: int, k: int) -> list[int]:
     return out
 
 
-def _balanced_cuts(w: list[float], k: int) -> list[int]:
-    """Contiguous partition of ``w`` into ``k`` non-empty parts minimising the largest sum."""
+def _balanced_cuts(rows: list[list[float]], k: int) -> list[int]:
+    """Contiguous partition of the units into ``k`` non-empty parts minimising the largest
+    part's sum, unit ``i`` weighing ``rows[s][i]`` on part ``s`` (one row: the same on all)."""
 
+    w = rows[0]
     n = len(w)
+
+    def row(s: int) -> list[float]:
+        return rows[s] if len(rows) > 1 else w
 
     def pack(limit: float) -> list[int] | None:
         # Greedy: open a new stage when the next unit would pass ``limit``, or when only
         # as many units are left as stages still to open (every stage needs one).
         out: list[int] = []
         s, acc = 0, 0.0
-        for i, x in enumerate(w):
-            if out and s + 1 < k and (acc + x > limit or n - i == k - 1 - s):
+        cur = row(0)
+        for i in range(n):
+            if out and s + 1 < k and (acc + cur[i] > limit or n - i == k - 1 - s):
                 s, acc = s + 1, 0.0
-            acc += x
+                cur = row(s)
+            acc += cur[i]
             out.append(s)
-        return out if s == k - 1 and max(_sums(w, out, k)) <= limit * (1 + 1e-12) else None
+        return out if s == k - 1 and max(_sums(rows, out, k)) <= limit * (1 + 1e-12) else None
 
-    lo, hi = max(w), sum(w)
-    best = pack(hi) or _even_cuts(len(w), k)
+    lo = max(min(r[i] for r in rows) for i in range(n))
+    hi = max(sum(r) for r in rows)
+    best = pack(hi) or _even_cuts(n, k)
     for _ in range(60):
         mid = (lo + hi) / 2
         got = pack(mid)
@@ -104,10 +127,10 @@ def _balanced_cuts(w: list[float], k: int) -> list[int]:
     return best
 
 
-def _sums(w: list[float], cuts: list[int], k: int) -> list[float]:
+def _sums(rows: list[list[float]], cuts: list[int], k: int) -> list[float]:
     out = [0.0] * k
-    for x, s in zip(w, cuts, strict=True):
-        out[s] += x
+    for i, s in enumerate(cuts):
+        out[s] += (rows[s] if len(rows) > 1 else rows[0])[i]
     return out
 
 
