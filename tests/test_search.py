@@ -264,7 +264,9 @@ def test_cli_table(synth_dir: Path) -> None:
                       timeout=300)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    assert lines[0].startswith("searched 6 layouts of 4 GPUs")
+    assert lines[0].startswith("hardware: dgx-h100, 8 per node (the traced hardware")
+    assert lines[1].startswith("searched 6 layouts of 4 GPUs")
+    assert "reproduce a row with simulate:" in proc.stdout
     assert "exp comm ms" in proc.stdout and "  1 dp" in proc.stdout
 
 

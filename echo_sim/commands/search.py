@@ -20,8 +20,13 @@ DESCRIPTION = """\
 Search every valid parallel layout of the traced model on --gpus devices: dp x tp x pp =
 GPUs, tp inside a node and dividing the attention heads, pp (x virtual stages) dividing the
 blocks, micro-batch dividing the per-replica batch, DDP or FSDP/ZeRO-3, no or full
-activation recomputation, 1F1B / GPipe / interleaved schedules. (Selective recomputation,
-sequence parallelism and ZeRO-1/2 are not modelled by simulate and not searched.)
+none / selective / full activation recomputation, sequence parallelism (tp >= 2), 1F1B /
+GPipe / interleaved schedules (ZeRO-1/2 are not searched). It searches the hardware the trace
+was taken on, as simulate predicts on it (a CPU trace: every process on this one host; a GPU
+trace: its GPU's DGX preset), unless --cluster / --gpus-per-node say otherwise.
+
+Every row is exactly what `simulate` says for it: the table is followed by the simulate
+command that reproduces each of the top rows (--json: "simulate" in every ranked row).
 
 Layouts whose memory lower bound exceeds --memory-limit are dropped before timing; the
 rest are visited in order of a lower bound of their time (one cheap probe simulation per
@@ -92,6 +97,40 @@ def _workers(text: str | None) -> int | str | None:
     return int(text)
 
 
+SHOWN_COMMANDS = 5  # simulate lines printed under the table (--json has every row's)
+
+
+def _hardware(trace: Any, opts: Any) -> tuple[str, int, str]:
+    """(cluster, GPUs per node, one line saying whence): the asked ones, else the traced
+    hardware's exactly as simulate picks it (:func:`echo_sim.sim.target.choose_hardware`)."""
+    from echo_sim.cost.hardware import get_cluster
+    from echo_sim.sim.target import choose_hardware
+
+    if opts.cluster is not None:
+        name, how, one_host = opts.cluster, f"--cluster {opts.cluster}", False
+    else:
+        info = trace.ranks[min(trace.ranks)]
+        meta = info.meta or {}
+        hw = choose_hardware(cluster=None, gpu=None,
+                             device=str(meta.get("device") or info.device or ""),
+                             device_name=str(meta.get("device_name") or ""),
+                             backend=str(meta.get("backend") or ""))
+        name, how, one_host = hw.cluster, hw.source, hw.one_host
+    gpn = opts.gpus_per_node or (opts.gpus if one_host else get_cluster(name).gpus_per_node)
+    return name, gpn, f"hardware: {name}, {gpn} per node ({how})"
+
+
+def _simulate_line(path: str, cand: Any, space: Any) -> str:
+    """The simulate command that predicts ``cand`` exactly as the search did."""
+    import shlex
+
+    from echo_sim.commands.simulate import simulate_argv
+
+    argv = simulate_argv(cand.layout.sim_config(space))
+    return " ".join(shlex.quote(a) for a in ["python", "-m", "echo_sim", "simulate", path,
+                                            *argv])
+
+
 def run(opts: Any) -> Result:
     from echo_sim.load import load_trace
     from echo_sim.search import SearchSpace, search, write_train_config
@@ -99,9 +138,11 @@ def run(opts: Any) -> Result:
 
     if opts.gpus is None or opts.global_batch is None:
         raise ConfigError("search needs --gpus N and --global-batch N")
+    trace = load_trace(opts.paths[0])
+    cluster, gpus_per_node, hw_note = _hardware(trace, opts)
     space = SearchSpace(
-        gpus=opts.gpus, global_batch=opts.global_batch, gpus_per_node=opts.gpus_per_node,
-        cluster=opts.cluster,
+        gpus=opts.gpus, global_batch=opts.global_batch, gpus_per_node=gpus_per_node,
+        cluster=cluster,
         memory_limit_bytes=parse_bytes_flag("--memory-limit", opts.memory_limit,
                                             max_bytes=MAX_MEMORY_BYTES)
         if opts.memory_limit else None,
@@ -113,13 +154,22 @@ def run(opts: Any) -> Result:
         check_output_dir("--output", opts.output)  # a directory of the --top configs
     elif opts.output:
         check_output("--output", opts.output, force=opts.force)  # before the search
-    workload = extract_workload(load_trace(opts.paths[0]))
+    workload = extract_workload(trace)
     res = search(workload, space, objective=opts.objective, top=opts.top,
                  workers=_workers(opts.workers),
                  progress=bool(sys.stderr.isatty()) and not opts.json)
     data = res.to_dict(top=opts.top)
     data["source"] = opts.paths[0]
-    text = render(res, opts.top)
+    data["hardware"] = hw_note
+    commands = [_simulate_line(opts.paths[0], c, space) for c in res.candidates[:opts.top]]
+    for row, cmd in zip(data["ranked"], commands, strict=True):
+        row["simulate"] = cmd
+    if data.get("best") and commands:
+        data["best"]["simulate"] = commands[0]
+    text = f"{hw_note}\n{render(res, opts.top)}"
+    if commands:
+        text += "\n\nreproduce a row with simulate:\n" + "\n".join(
+            f"{i:>3} {cmd}" for i, cmd in enumerate(commands[:SHOWN_COMMANDS], 1))
     if opts.output and res.best is not None and aceso:
         from echo_sim.search.aceso_config import write_aceso_configs
 
@@ -150,11 +200,12 @@ COMMAND = Command(
     args=(
         arg("--gpus", type=int_in(1, MAX_GPUS), default=None,
             help="devices to lay the job out on (required)"),
-        arg("--gpus-per-node", type=int_in(1, 1024), default=8,
-            help="devices per node; tensor parallelism stays inside a node (default 8)"),
-        arg("--cluster", default="dgx-h100",
+        arg("--gpus-per-node", type=int_in(1, 1024), default=None,
+            help="devices per node; tensor parallelism stays inside a node (default: the "
+                 "cluster's; a CPU trace: all --gpus on this host)"),
+        arg("--cluster", default=None,
             help="cluster preset: dgx-a100, dgx-h100, dgx-h200, dgx2-v100, cpu-gloo "
-                 "(default dgx-h100)"),
+                 "(default: the traced hardware's, as simulate)"),
         arg("--global-batch", type=int_in(1, MAX_GLOBAL_BATCH), default=None,
             help="samples per iteration over all replicas (required)"),
         arg("--memory-limit", metavar="SIZE", default=None,

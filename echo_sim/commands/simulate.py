@@ -9,7 +9,7 @@ from echo_sim.commands.outputs import check_output_dir, flag_errors
 from echo_sim.commands.spec import Command, Result, arg
 from echo_sim.errors import ConfigError
 
-__all__ = ["COMMAND", "render", "sim_config"]
+__all__ = ["COMMAND", "render", "sim_config", "simulate_argv"]
 
 MAX_WRITTEN_RANKS = 64
 # Bounds of the flags (checked before any work): beyond them a run exhausts memory or time.
@@ -202,7 +202,8 @@ def sim_config(opts: Any) -> Any:
         dp=opts.dp, tp=opts.tp, pp=opts.pp, micro_batch=opts.micro_batch,
         global_batch=opts.global_batch, schedule=opts.schedule,
         virtual_stages=opts.virtual_stages, nodes=opts.nodes, gpus_per_node=opts.gpus_per_node,
-        cluster=opts.cluster, gpu=opts.gpu, fsdp=opts.fsdp, recompute=opts.recompute,
+        cluster=opts.cluster, gpu=opts.gpu, fsdp=opts.fsdp,
+        recompute=opts.recompute or False, sequence_parallel=opts.sequence_parallel,
         optimizer_foreach=None if opts.optimizer is None else opts.optimizer == "foreach",
         comm_profile=opts.comm_profile,
         memory_limit_bytes=memory_limit,
@@ -210,6 +211,51 @@ def sim_config(opts: Any) -> Any:
         stage_split=opts.stage_split, mode=opts.mode,
         vocab_parallel=not opts.no_vocab_parallel, network=_network(opts),
         traced_micro_batch=opts.traced_micro_batch)
+
+
+# SimConfig field -> its simulate flag, for the fields a command line can set
+_FLAG_OF = {"dp": "--dp", "tp": "--tp", "pp": "--pp", "micro_batch": "--micro-batch",
+            "global_batch": "--global-batch", "schedule": "--schedule",
+            "virtual_stages": "--virtual-stages", "nodes": "--nodes",
+            "gpus_per_node": "--gpus-per-node", "cluster": "--cluster", "gpu": "--gpu",
+            "comm_profile": "--comm-profile", "compute_factor": "--compute-factor",
+            "data_parallel": "--data-parallel", "stage_split": "--stage-split", "mode": "--mode",
+            "traced_micro_batch": "--traced-micro-batch"}
+
+
+def simulate_argv(config: Any) -> list[str]:
+    """The simulate flags that give ``config`` (a SimConfig) back through :func:`sim_config`:
+    every field that differs from its default. Raises ConfigError for a field no flag sets
+    (``fsdp_impl``, a network spec, link contention...)."""
+    import dataclasses
+
+    from echo_sim.sim.simulate import SimConfig
+
+    base = SimConfig()
+    argv: list[str] = []
+    for f in dataclasses.fields(SimConfig):
+        v, d = getattr(config, f.name), getattr(base, f.name)
+        if v == d or f.name == "memory_limit_bytes":  # no effect on time; GiB-exact flag
+            continue
+        if f.name in _FLAG_OF:
+            argv += [_FLAG_OF[f.name], str(v)]
+        elif f.name == "fsdp":
+            argv.append("--fsdp")
+        elif f.name == "sequence_parallel":
+            argv.append("--sequence-parallel")
+        elif f.name == "recompute":
+            mode = {True: "full", False: "none"}.get(v, v) if isinstance(v, bool) else v
+            if mode != "none":
+                argv += ["--recompute", str(mode)]
+        elif f.name == "vocab_parallel":
+            argv.append("--no-vocab-parallel")
+        elif f.name == "optimizer_foreach":
+            argv += ["--optimizer", "foreach" if v else "loop"]
+        elif f.name in ("stage_tp", "stage_recompute"):
+            argv += [f"--{f.name.replace('_', '-')}", ",".join(map(str, v))]
+        else:
+            raise ConfigError(f"{f.name}={v!r} has no simulate flag")
+    return argv
 
 
 def run(opts: Any) -> Result:
@@ -320,7 +366,14 @@ COMMAND = Command(
             help="optimizer implementation of the predicted job, for DTensor parameter "
                  "costs (default: torch's: foreach on GPUs, per-parameter loop on CPU)"),
         arg("--fsdp", action="store_true", help="FSDP / ZeRO-3 instead of DDP"),
-        arg("--recompute", action="store_true", help="full activation recomputation"),
+        arg("--recompute", nargs="?", const="full", default=None,
+            choices=["none", "selective", "full"],
+            help="activation recomputation: full (a bare --recompute: every block's forward "
+                 "again in backward), selective (attention's core only, Korthikanti et al. "
+                 "2022) or none (default)"),
+        arg("--sequence-parallel", action="store_true",
+            help="Megatron sequence parallelism with --tp >= 2: layer norms and dropout "
+                 "sharded along the sequence, all-reduces become reduce-scatter + all-gather"),
         arg("--stage-tp", metavar="T0,T1,...", default=None,
             help="one tensor-parallel degree per pipeline stage, e.g. 1,1,2 with --pp 3 "
                  "(Aceso's per-stage model_parallel_size_of_each_op): every stage keeps --dp "

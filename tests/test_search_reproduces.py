@@ -1,0 +1,66 @@
+"""One predictor (issues 16 and 20): search ranks with exactly what simulate says, on the
+hardware simulate would pick, and prints the simulate command of every row; that command,
+run, gives the row's time. Every searched layout (selective recompute, sequence
+parallelism, per-stage degrees) has simulate flags."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shlex
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from echo_sim.commands import simulate as sim_cmd
+from echo_sim.commands.report import _FlagParser
+from echo_sim.search.space import ParallelLayout, SearchSpace
+from tests.cli_util import run
+
+DDP = Path(__file__).parent / "data" / "load" / "echo_real_ddp"
+
+
+def test_search_rows_are_simulate_commands(capsys: Any) -> None:
+    code, out, err = run(capsys, "search", DDP, "--gpus", "2", "--global-batch", "16",
+                         "--top", "6", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    # a CPU trace is searched on the CPU host it ran on (it used to be DGX-H100)
+    assert d["space"]["cluster"] == "cpu-gloo" and d["space"]["gpus_per_node"] == 2
+    assert "cpu-gloo" in d["hardware"]
+    labels = [r["label"] for r in d["ranked"]]
+    assert any(" sp " in f" {lab} " for lab in labels)  # sequence parallelism is searched
+    for row in d["ranked"]:
+        argv = shlex.split(row["simulate"])
+        assert argv[:4] == ["python", "-m", "echo_sim", "simulate"]
+        code, out, err = run(capsys, *argv[3:], "--json")
+        assert code == 0, (row["simulate"], err)
+        sim = json.loads(out)
+        assert sim["iteration_time_us"] == pytest.approx(row["iteration_time_us"], rel=1e-12)
+        assert sim["peak_memory_bytes"] == row["peak_memory_bytes"]
+
+
+@pytest.mark.parametrize("layout", [
+    ParallelLayout(dp=1, tp=2, pp=1, vpp=1, micro_batch=4, fsdp=False, recompute="selective",
+                   sp=True, schedule="1f1b"),
+    ParallelLayout(dp=2, tp=1, pp=2, vpp=2, micro_batch=2, fsdp=True, recompute="full",
+                   sp=False, schedule="interleaved"),
+    ParallelLayout(dp=1, tp=2, pp=3, vpp=1, micro_batch=1, fsdp=False, recompute="none",
+                   sp=False, schedule="1f1b", stage_tp=(1, 1, 2),
+                   stage_recompute=("full", "none", "none")),
+], ids=["sp-selective", "interleaved-fsdp-full", "per-stage"])
+def test_every_layout_has_simulate_flags(layout: ParallelLayout) -> None:
+    space = SearchSpace(gpus=layout.world, global_batch=8, gpus_per_node=8, cluster="dgx-h100")
+    want = layout.sim_config(space)
+    parser = _FlagParser(prog="simulate", add_help=False)
+    sim_cmd.COMMAND.add_arguments(parser)
+    opts = parser.parse_args(["trace", *sim_cmd.simulate_argv(want)])
+    got = sim_cmd.sim_config(opts)
+    def norm(name: str, v: Any) -> Any:  # recompute: False and "none" mean the same
+        return {False: "none", True: "full"}.get(v, v) if name == "recompute" else v
+
+    diff = {f.name: (getattr(got, f.name), getattr(want, f.name))
+            for f in dataclasses.fields(want) if f.name != "memory_limit_bytes"
+            and norm(f.name, getattr(got, f.name)) != norm(f.name, getattr(want, f.name))}
+    assert not diff, diff
