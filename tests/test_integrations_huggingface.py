@@ -49,3 +49,12 @@ def test_trainer_callback_records_steps_and_batches(tmp_path: Path) -> None:
     name = trace.names.index("FW.transformer.h.0.mlp.c_fc")
     for step in trace.steps:
         assert int(((ev.name == name) & (ev.step == step)).sum()) == 2
+    # simulate takes the Trainer's figures: micro-batch 2, two micro-batches per step (their
+    # ops folded into one pass), so --dp 4 is global batch 16, not 4 (issue 16)
+    from echo_sim.sim.simulate import SimConfig, simulate
+
+    own = simulate(trace, SimConfig())
+    assert (own.micro_batch, own.global_batch, own.micro_batches) == (2, 4, 2)
+    assert any(m.startswith("micro-batch 2:") and "from the HF Trainer" in m for m in own.models)
+    wide = simulate(trace, SimConfig(dp=4))
+    assert (wide.micro_batch, wide.global_batch) == (2, 16)

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 pl = pytest.importorskip("pytorch_lightning", reason="lightning is not installed "
@@ -53,3 +54,19 @@ def test_lightning_callback_records_steps_and_batches(tmp_path: Path) -> None:
     fc = trace.names.index("FW.net.0")
     for step in trace.steps:  # two micro-batches per optimizer step
         assert int(((ev.name == fc) & (ev.step == step)).sum()) == 2
+    # Lightning runs the forward and backward inside optimizer.step(closure): the UPDATE slice
+    # starts when the closure returns and holds the optimizer only (it used to wrap the
+    # second micro-batch: 55.9 % of the step)
+    from echo_sim.trace.model import Cat
+
+    for step in trace.steps:
+        in_step = ev.step == step
+        upd = in_step & (ev.cat == int(Cat.UPDATE))
+        fwbw = in_step & np.isin(ev.cat, [int(Cat.FW), int(Cat.BW)])
+        assert int(upd.sum()) == 1
+        assert float(ev.ts_us[upd][0]) >= float((ev.ts_us[fwbw] + ev.dur_us[fwbw]).max()) - 1e-3
+    from echo_sim.sim.simulate import SimConfig, simulate
+
+    own = simulate(trace, SimConfig())
+    assert (own.micro_batch, own.global_batch, own.micro_batches) == (4, 8, 2)
+    assert any("from Lightning" in m for m in own.models)

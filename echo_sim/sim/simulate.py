@@ -295,9 +295,12 @@ class SimResult:
         return timeline_trace(self)
 
 
-def _resolve_batches(config: SimConfig, mb: int) -> tuple[int, int, int]:
+def _resolve_batches(config: SimConfig, mb: int, accum: int = 1) -> tuple[int, int, int]:
+    """(micro-batch, global batch, micro-batches per replica). The default global batch keeps
+    the traced job's ``accum`` micro-batches per replica and step (at least ``pp`` when
+    pipelining): dp · micro_batch · max(accum, pp)."""
     if config.global_batch is None:
-        gb = config.dp * mb * (config.pp if config.pp > 1 else 1)
+        gb = config.dp * mb * max(accum, config.pp if config.pp > 1 else 1)
     else:
         gb = config.global_batch
     if gb % (config.dp * mb):
@@ -388,7 +391,12 @@ def simulate(trace: Trace | Workload, config: SimConfig, *, comm: Any = None,
     if batch.assumed:
         notes.warnings.append(f"micro-batch: {batch.source}; pass --micro-batch, or trace "
                               "with capture(micro_batch=...) / TRACE_MICRO_BATCH")
-    mb, gb, m = _resolve_batches(config, batch.micro_batch)
+    accum = workload.traced_micro_batches
+    mb, gb, m = _resolve_batches(config, batch.micro_batch, accum)
+    if accum > 1:
+        notes.models.append(f"traced step: {accum} micro-batches of gradient accumulation "
+                            f"(their ops folded into one); default global batch keeps "
+                            f"{accum} per replica")
     _check_workload(config, workload, m)
     if max(config.stage_tps) > 1 and any(o.role == "channel" for o in workload.ops):
         notes.models.append(channel_summary(workload))

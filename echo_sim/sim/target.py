@@ -100,8 +100,20 @@ class BatchChoice:
                 "source": self.source, "assumed": self.assumed}
 
 
+_FRAMEWORKS = {"huggingface": "the HF Trainer", "lightning": "Lightning",
+               "deepspeed": "DeepSpeed", "megatron": "Megatron-core"}
+
+
 def traced_micro_batch(meta: dict[str, Any]) -> tuple[int | None, str]:
-    """(micro-batch, where the tracer got it) from one rank's ``meta.json``."""
+    """(micro-batch, where the tracer got it) from one rank's ``meta.json``: the one the user
+    stated, else the framework's own figure (``training.micro_batch_size`` from an
+    integration: "from the HF Trainer"), else what the tracer detected or assumed."""
+    training = meta.get("training")
+    if meta.get("micro_batch_source") != "user" and isinstance(training, dict):
+        v = training.get("micro_batch_size")
+        if isinstance(v, int) and not isinstance(v, bool) and v >= 1:
+            fw = str(training.get("framework") or "the framework")
+            return v, f"from {_FRAMEWORKS.get(fw, fw)} (meta.json training.micro_batch_size)"
     for key in ("micro_batch", "micro_batch_size"):
         v = meta.get(key)
         if isinstance(v, int) and not isinstance(v, bool) and v >= 1:

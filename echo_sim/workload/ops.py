@@ -44,6 +44,7 @@ __all__ = [
     "Workload",
     "block_index",
     "extract_workload",
+    "fold_micro_batches",
     "param_owner",
     "tp_role",
 ]
@@ -180,6 +181,7 @@ class Workload:
     rank: int = 0
     steps_used: int = 1
     tp_time_us: dict[int, tuple[float, ...]] = field(default_factory=dict)
+    traced_micro_batches: int = 1  # forward-backward passes per traced step (accumulation)
 
     @property
     def fw_ops(self) -> list[Op]:
@@ -286,6 +288,7 @@ def extract_workload(trace: Trace, *, rank: int | None = None) -> Workload:
                                 + lv.post_us[used]))
     total = float(dur.sum() + gap.sum()) + pre + post
     scale = explained / total if total > 0 and explained > 0 else 1.0
+    base, dur, gap, accum = fold_micro_batches(base, dur, gap)
     fw_index: dict[str, int] = {}
     fw_info: dict[str, dict[str, Any]] = {}
     for i, o in enumerate(base):
@@ -336,6 +339,7 @@ def extract_workload(trace: Trace, *, rank: int | None = None) -> Workload:
         model=_model_info(meta, ops, int(mb) if mb else None), buckets=buckets,
         peak_memory_bytes=peak, peak_memory_kind=peak_kind, rank=rank,
         steps_used=int(used.size), tp_time_us=_tp_times(meta.get("tp_time_us"), len(ops)),
+        traced_micro_batches=accum,
     )
 
 
@@ -408,6 +412,33 @@ def _with_held_params(ops: list[Op], params: list[dict[str, Any]]) -> list[Op]:
     if not tied or mismatch:
         return ops
     return [replace(o, held_param_bytes=0) if o.module in tied else o for o in ops]
+
+
+def fold_micro_batches(base: list[dict[str, Any]], dur: np.ndarray, gap: np.ndarray,
+                       ) -> tuple[list[dict[str, Any]], np.ndarray, np.ndarray, int]:
+    """One micro-batch's ops of a step that ran ``k`` identical forward-backward passes
+    (gradient accumulation: HF Trainer, Lightning, DeepSpeed, ``examples/train.py`` with a
+    global batch over ``dp · micro_batch``): ``(ops, dur, gap, k)``, each op's time the mean of
+    its ``k`` copies. A pass starts at a forward op that follows a backward op; the passes must
+    repeat the same op names, else nothing is folded (``k = 1``)."""
+    phases = [o["phase"] for o in base]
+    starts = [i for i, p in enumerate(phases) if p == "F" and (i == 0 or phases[i - 1] == "B")]
+    if len(starts) < 2:
+        return base, dur, gap, 1
+    first = starts[0]
+    n = starts[1] - first
+    k = len(starts)
+    end = first + k * n
+    names = [o["name"] for o in base]
+    if any(starts[j] != first + j * n for j in range(k)) or end > len(base) or any(
+            names[first + j * n: first + (j + 1) * n] != names[first:first + n]
+            for j in range(1, k)) or "F" in phases[end:]:
+        return base, dur, gap, 1
+    idx = first + np.arange(k)[:, None] * n + np.arange(n)
+    one_d, one_g = dur[idx].mean(axis=0), gap[idx].mean(axis=0)
+    folded = base[:first] + base[first:first + n] + base[end:]
+    return (folded, np.concatenate([dur[:first], one_d, dur[end:]]),
+            np.concatenate([gap[:first], one_g, gap[end:]]), k)
 
 
 def _mark_inner(ops: list[Op]) -> list[Op]:

@@ -64,16 +64,41 @@ class OptimizerTracer:
         self._handles = []
         self._starts.clear()
 
-    def _pre(self, opt: Any, args: Any, kwargs: Any) -> None:
+    def _pre(self, opt: Any, args: Any, kwargs: Any) -> tuple[Any, Any] | None:
         rec = self.rec
         if not (rec.enabled and rec.recording):
-            return
+            return None
         with rec.guard("optimizer pre-hook"):
             timer = self.get_timer()
-            t = timer.now()
-            if self.on_compute_start is not None:
-                self.on_compute_start(t)
-            self._starts[id(opt)] = (t, timer)
+            self._start(opt, timer)
+            closure = kwargs.get("closure") if kwargs else None
+            if closure is None and args:
+                closure = args[0]
+            if callable(closure):
+                return self._after_closure(opt, timer, closure, args, kwargs)
+        return None
+
+    def _start(self, opt: Any, timer: Any) -> None:
+        t = timer.now()
+        if self.on_compute_start is not None:
+            self.on_compute_start(t)
+        self._starts[id(opt)] = (t, timer)
+
+    def _after_closure(self, opt: Any, timer: Any, closure: Callable[[], Any], args: Any,
+                       kwargs: Any) -> tuple[Any, Any]:
+        """``step(closure)`` (Lightning, LBFGS) runs the forward and backward inside the step:
+        the UPDATE starts when the closure returns, so it holds the optimizer only."""
+
+        def closure_then_update() -> Any:
+            out = closure()
+            with self.rec.guard("optimizer closure"):
+                if self.rec.enabled and self.rec.recording and timer is self.get_timer():
+                    self._start(opt, timer)
+            return out
+
+        if kwargs and "closure" in kwargs:
+            return args, {**kwargs, "closure": closure_then_update}
+        return (closure_then_update, *args[1:]), kwargs
 
     def _post(self, opt: Any, args: Any, kwargs: Any) -> None:
         rec = self.rec
