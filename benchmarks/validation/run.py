@@ -2,7 +2,9 @@
 
 Each row becomes a one-GPU ``synth`` trace of its model (bf16, the row's micro-batch, on
 the cluster's GPU) laid out by ``simulate`` as the row ran (dp x tp x pp, ZeRO-3 as FSDP,
-the row's recomputation, schedule and global batch) on the row's cluster preset. The
+the row's recomputation, schedule and global batch) on the row's cluster preset. Both run
+through the CLI in a subprocess, exactly as a user would type them (:func:`row_commands`);
+every row's flags are in the output, so the figures are what a user gets. The
 prediction is compared on the paper's metric: achieved TFLOP/s per GPU (eq. (3) FLOPs /
 GPUs / predicted iteration time) or the iteration time itself; both errors are the same
 ratio, ``predicted / measured - 1`` of throughput.
@@ -25,7 +27,9 @@ import argparse
 import json
 import platform
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -42,35 +46,58 @@ from benchmarks.validation.own_runs import (  # noqa: E402
 )
 from benchmarks.validation.rows import ROWS, Row  # noqa: E402
 
-__all__ = ["main", "predict_row", "summarise"]
+__all__ = ["main", "predict_row", "row_commands", "summarise"]
+
+
+def row_commands(row: Row, trace_dir: str) -> tuple[list[str], list[str]]:
+    """The two command lines a user runs for ``row``: ``synth`` (the model on the cluster's
+    GPU) and ``simulate`` (the row's layout); every knob is a flag of theirs."""
+    from echo_sim.cost.hardware import CLUSTERS
+
+    cluster = CLUSTERS[row.cluster]
+    synth = ["synth", "--layers", str(row.layers), "--hidden", str(row.hidden), "--heads",
+             str(row.heads), "--seq", str(row.seq), "--vocab", str(row.vocab),
+             "--micro-batch", str(row.micro_batch), "--gpu", cluster.gpu.name, "--dtype", "bf16",
+             "--steps", "1", "--attention", row.attention, "--optimizer", row.optimizer,
+             "--output", trace_dir]
+    sim = [trace_dir, "--dp", str(row.dp), "--tp", str(row.tp), "--pp", str(row.pp),
+           "--micro-batch", str(row.micro_batch), "--global-batch", str(row.global_batch),
+           "--cluster", row.cluster, "--gpus-per-node", str(cluster.gpus_per_node)]
+    if row.virtual_stages > 1:
+        sim += ["--schedule", "interleaved", "--virtual-stages", str(row.virtual_stages)]
+    if row.recompute not in (False, "none"):
+        sim += ["--recompute", "full" if row.recompute is True else str(row.recompute)]
+    if row.sequence_parallel:
+        sim.append("--sequence-parallel")
+    # DeepSpeed ZeRO-3 as the paper ran it (2021); Megatron-LM's DDP of 2021 reduced once,
+    # after backward
+    sim += (["--fsdp", "--fsdp-impl", "deepspeed-2021"] if row.zero3
+            else ["--data-parallel", "post"])
+    return synth, ["simulate", *sim, "--json"]
+
+
+def _cli(argv: list[str]) -> dict[str, Any]:
+    """``python -m echo_sim ARGV`` in a subprocess, as a user runs it; its JSON."""
+    proc = subprocess.run([sys.executable, "-m", "echo_sim", *argv], capture_output=True,
+                          text=True, timeout=600, cwd=REPO)
+    if proc.returncode != 0:
+        raise RuntimeError(f"echo_sim {' '.join(argv)}: {proc.stderr.strip()}")
+    out: dict[str, Any] = json.loads(proc.stdout) if proc.stdout.strip().startswith("{") else {}
+    return out
 
 
 def predict_row(row: Row) -> dict[str, Any]:
-    """Synthesise and simulate ``row``; returns predicted vs measured figures."""
-    from echo_sim.cost.hardware import CLUSTERS
-    from echo_sim.sim.simulate import SimConfig, simulate
-    from echo_sim.sim.synth import GPTShape, SynthConfig, synth_trace
-
-    cluster = CLUSTERS[row.cluster]
-    shape = GPTShape(layers=row.layers, hidden=row.hidden, heads=row.heads, seq=row.seq,
-                     vocab=row.vocab, micro_batch=row.micro_batch)
+    """Synthesise and simulate ``row`` through the CLI; returns predicted vs measured."""
     t0 = time.perf_counter()
-    trace = synth_trace(SynthConfig(model=shape, gpu=cluster.gpu.name, dtype="bf16", steps=1,
-                                    attention=row.attention, optimizer=row.optimizer))
-    schedule = "interleaved" if row.virtual_stages > 1 else "1f1b"
-    cfg = SimConfig(dp=row.dp, tp=row.tp, pp=row.pp, micro_batch=row.micro_batch,
-                    global_batch=row.global_batch, schedule=schedule,
-                    virtual_stages=row.virtual_stages, cluster=row.cluster,
-                    gpus_per_node=cluster.gpus_per_node, fsdp=row.zero3,
-                    recompute=row.recompute,
-                    sequence_parallel=row.sequence_parallel,
-                    fsdp_impl="deepspeed-2021" if row.zero3 else "fsdp2",
-                    data_parallel="ddp" if row.zero3 else "post")
-    res = simulate(trace, cfg, keep=False)
+    with tempfile.TemporaryDirectory() as tmp:
+        synth, sim = row_commands(row, str(Path(tmp) / "trace"))
+        _cli(synth)
+        res = _cli(sim)
     wall = time.perf_counter() - t0
-    pred_s = res.iteration_time_us / 1e6
+    pred_s = res["iteration_time_us"] / 1e6
     meas_s = row.measured_iteration_s()
     flops = row.model_flops()
+    flags = " ".join(a for a in sim[2:-1])  # after "simulate TRACE", before --json
     return {
         "id": row.id, "source": row.source, "where": row.where, "gpus": row.gpus,
         "dp": row.dp, "tp": row.tp, "pp": row.pp, "v": row.virtual_stages,
@@ -80,16 +107,17 @@ def predict_row(row: Row) -> dict[str, Any]:
         "measured_tflops_per_gpu": flops / (row.gpus * meas_s) / 1e12,
         "predicted_tflops_per_gpu": flops / (row.gpus * pred_s) / 1e12,
         "error": meas_s / pred_s - 1.0,
-        "predicted_peak_memory_gib": res.max_peak_memory_bytes / 2**30,
+        "predicted_peak_memory_gib": res["peak_memory_bytes"] / 2**30,
         "breakdown_s": _breakdown(res),
+        "simulate_flags": flags, "synth_flags": " ".join(synth[1:-2]),
         "wall_s": wall,
     }
 
 
-def _breakdown(res: Any) -> dict[str, float]:
-    r = max(res.ranks, key=lambda x: x.compute_us)
-    return {"compute": r.compute_us / 1e6, "exposed_comm": r.exposed_comm_us / 1e6,
-            "bubble": r.bubble_us / 1e6, "idle": r.idle_us / 1e6}
+def _breakdown(res: dict[str, Any]) -> dict[str, float]:
+    r = max(res["ranks"], key=lambda x: x["compute_us"])
+    return {"compute": r["compute_us"] / 1e6, "exposed_comm": r["exposed_comm_us"] / 1e6,
+            "bubble": r["bubble_us"] / 1e6, "idle": r["idle_us"] / 1e6}
 
 
 def summarise(results: list[dict[str, Any]]) -> dict[str, Any]:
@@ -123,6 +151,10 @@ def _markdown(results: list[dict[str, Any]], summary: dict[str, Any]) -> str:
         lines.append(f"| {r['id']} | {r['gpus']} | {lay} | {r['micro_batch']} | "
                      f"{r['recompute']} | {meas} | {pred} | {r['error']:+.1%} | "
                      f"{b['compute']:.2f} / {b['exposed_comm']:.2f} / {b['bubble']:.2f} |")
+    lines += ["", "Each row is `python -m echo_sim synth ... -o T` then `python -m echo_sim "
+              "simulate T FLAGS`, run as printed:", "",
+              "| row | simulate flags |", "|---|---|"]
+    lines += [f"| {r['id']} | `{r['simulate_flags']}` |" for r in results]
     a = summary["all"]
     lines += ["", f"All {a['rows']} rows: median |error| {a['median_abs_error']:.1%}, worst "
               f"{a['worst_abs_error']:.1%} ({a['worst_row']}).", "",

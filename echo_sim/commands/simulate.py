@@ -208,6 +208,7 @@ def sim_config(opts: Any) -> Any:
         comm_profile=opts.comm_profile,
         memory_limit_bytes=memory_limit,
         compute_factor=opts.compute_factor, data_parallel=opts.data_parallel,
+        fsdp_impl=opts.fsdp_impl,
         stage_split=opts.stage_split, mode=opts.mode,
         vocab_parallel=not opts.no_vocab_parallel, network=_network(opts),
         traced_micro_batch=opts.traced_micro_batch)
@@ -220,13 +221,14 @@ _FLAG_OF = {"dp": "--dp", "tp": "--tp", "pp": "--pp", "micro_batch": "--micro-ba
             "gpus_per_node": "--gpus-per-node", "cluster": "--cluster", "gpu": "--gpu",
             "comm_profile": "--comm-profile", "compute_factor": "--compute-factor",
             "data_parallel": "--data-parallel", "stage_split": "--stage-split", "mode": "--mode",
+            "fsdp_impl": "--fsdp-impl",
             "traced_micro_batch": "--traced-micro-batch"}
 
 
 def simulate_argv(config: Any) -> list[str]:
     """The simulate flags that give ``config`` (a SimConfig) back through :func:`sim_config`:
     every field that differs from its default. Raises ConfigError for a field no flag sets
-    (``fsdp_impl``, a network spec, link contention...)."""
+    (a network spec, link contention...)."""
     import dataclasses
 
     from echo_sim.sim.simulate import SimConfig
@@ -392,9 +394,16 @@ COMMAND = Command(
         arg("--compute-factor", type=float_in(0.0, 1e6, lo_open=True), default=None,
             help="multiply every traced op time by this (your measured target/traced ratio) "
                  "instead of the roofline model"),
-        arg("--data-parallel", choices=["ddp", "ps"], default="ddp",
-            help="gradient synchronisation without --fsdp: DDP all-reduce or parameter "
-                 "server push/pull (default ddp)"),
+        arg("--data-parallel", choices=["ddp", "post", "ps"], default="ddp",
+            help="gradient synchronisation without --fsdp: ddp (PyTorch DDP: 25 MiB buckets "
+                 "all-reduced during backward), post (one all-reduce of all gradients after "
+                 "the last backward, nothing overlapped: Megatron-LM's local DDP of 2021-22) "
+                 "or ps (parameter server push/pull) (default ddp)"),
+        arg("--fsdp-impl", choices=["fsdp2", "deepspeed-2021"], default="fsdp2",
+            help="whose ZeRO-3 with --fsdp: fsdp2 (PyTorch FSDP2: one flat all-gather per "
+                 "unit, network-bound) or deepspeed-2021 (DeepSpeed v0.3-0.5's per-module "
+                 "fetch path, bound at 21 GB/s per GPU as DeepSpeed issue #1174 measured) "
+                 "(default fsdp2)"),
         arg("--stage-split", choices=["time", "even"], default="time",
             help="pipeline split: balance measured time, or even block counts (default time)"),
         arg("--no-vocab-parallel", action="store_true",
