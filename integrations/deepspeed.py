@@ -12,7 +12,9 @@ it. ZeRO's collectives are recorded as they run (``Comm.all_reduce``,
 ``Comm.all_gather``, ``Comm.reduce_scatter``... through ``torch.distributed``), and meta.json's
 ``training`` names the ZeRO stage, the engine's batch figures
 (``train_micro_batch_size_per_gpu``, ``gradient_accumulation_steps``, ``train_batch_size``,
-``dp_world_size``) and a per-collective count and byte total of the captured steps. On CPU
+``dp_world_size``), its ``precision`` and ``optimizer``, the ``zero_optimization`` settings
+(``zero_config``: bucket sizes, ``overlap_comm``...) and a per-collective count and byte total
+of the captured steps; ``echo_sim simulate`` predicts the trace at its own ZeRO stage. On CPU
 DeepSpeed runs with its ``cpu`` accelerator over gloo (``DS_ACCELERATOR=cpu``).
 Install: ``pip install 'echo-sim[deepspeed]'``.
 """
@@ -31,14 +33,54 @@ __all__ = ["DeepSpeedTrace", "deepspeed_training_meta", "initialize_engine", "tr
 
 
 
+def _ask(engine: Any, method: str) -> Any:
+    """``engine.<method>()``, or None when this DeepSpeed version lacks it or it fails."""
+    try:
+        return getattr(engine, method)()
+    except Exception:  # noqa: BLE001 - an optional fact; never hurt the job
+        return None
+
+
+def _precision(engine: Any) -> str:
+    """``bf16``, ``fp16`` or ``fp32``: the engine's parameter precision."""
+    if _ask(engine, "bfloat16_enabled"):
+        return "bf16"
+    return "fp16" if _ask(engine, "fp16_enabled") else "fp32"
+
+
+def _zero_config(engine: Any) -> dict[str, Any]:
+    """The ``zero_optimization`` settings echo_sim's ZeRO-1/2 model reads
+    (``echo_sim.workload.zero.zero_spec``); a setting this version lacks is left out."""
+    out: dict[str, Any] = {}
+    for key, method in (("reduce_bucket_size", "zero_reduce_bucket_size"),
+                        ("allgather_bucket_size", "zero_allgather_bucket_size"),
+                        ("overlap_comm", "zero_overlap_comm"),
+                        ("reduce_scatter", "zero_reduce_scatter"),
+                        ("use_multi_rank_bucket_allreduce", "zero_multi_rank_bucket_allreduce"),
+                        ("contiguous_gradients", "zero_contiguous_gradients")):
+        v = _ask(engine, method)
+        if isinstance(v, bool):
+            out[key] = v
+        elif isinstance(v, (int, float)):
+            out[key] = int(v)
+    return out
+
+
 def deepspeed_training_meta(engine: Any) -> dict[str, Any]:
-    """meta.json's ``training`` object from a DeepSpeed engine's own configuration."""
+    """meta.json's ``training`` object from a DeepSpeed engine's own configuration: the
+    batch figures, ``zero_stage``, ``precision`` (bf16 / fp16 / fp32), ``optimizer`` (the
+    client optimizer's class or the config's optimizer name) and ``zero_config`` (bucket
+    sizes, ``overlap_comm``, ``reduce_scatter``...), which ``echo_sim simulate`` models."""
+    extra: dict[str, Any] = {"precision": _precision(engine), "zero_config": _zero_config(engine)}
+    opt = _ask(engine, "optimizer_name")
+    if isinstance(opt, str) and opt:
+        extra["optimizer"] = opt
     return training_meta(
         framework="deepspeed", micro_batch_size=int(engine.train_micro_batch_size_per_gpu()),
         gradient_accumulation_steps=int(engine.gradient_accumulation_steps()),
         data_parallel_size=int(getattr(engine, "dp_world_size", 1) or 1),
         global_batch_size=int(engine.train_batch_size()),
-        zero_stage=int(engine.zero_optimization_stage()))
+        zero_stage=int(engine.zero_optimization_stage()), **extra)
 
 
 class DeepSpeedTrace:

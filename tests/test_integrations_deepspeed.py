@@ -68,7 +68,15 @@ def test_deepspeed_zero_two_ranks(tmp_path: Path, stage: int) -> None:
                 t["gradient_accumulation_steps"], t["data_parallel_size"],
                 t["global_batch_size"]) == ("deepspeed", stage, 2, 2, 2, 8)
         assert EXPECTED[stage] <= set(t["collectives"]), t["collectives"]
+        assert t["precision"] == "fp32" and t["optimizer"] == "AdamW"
+        assert isinstance(t["zero_config"].get("reduce_bucket_size"), int)
         assert all(c["count"] > 0 and c["bytes"] > 0 for c in t["collectives"].values())
+    # simulate predicts the trace at its own ZeRO stage, without flags
+    from echo_sim.sim.simulate import SimConfig, simulate
+
+    res = simulate(trace, SimConfig(dp=2))
+    assert res.config.zero_stage == stage
+    assert any(m.startswith(f"ZeRO-{stage} from DeepSpeed") for m in res.models)
     # ZeRO's collectives are matched across the two ranks by (group, seq)
     names = {n for n in trace.names if n.startswith("Comm.")}
     assert {f"Comm.{c}" for c in EXPECTED[stage]} <= names

@@ -120,21 +120,26 @@ def _hardware(trace: Any, opts: Any) -> tuple[str, int, str]:
     return name, gpn, f"hardware: {name}, {gpn} per node ({how})"
 
 
-def _simulate_line(path: str, cand: Any, space: Any) -> str:
-    """The simulate command that predicts ``cand`` exactly as the search did."""
+def _simulate_line(path: str, cand: Any, space: Any, tp_plan: str | None = None) -> str:
+    """The simulate command that predicts ``cand`` exactly as the search did (``tp_plan``:
+    the ``--tp-plan`` file the search used)."""
     import shlex
 
     from echo_sim.commands.simulate import simulate_argv
 
     argv = simulate_argv(cand.layout.sim_config(space))
+    if tp_plan is not None and cand.layout.tp > 1:
+        argv += ["--tp-plan", tp_plan]
     return " ".join(shlex.quote(a) for a in ["python", "-m", "echo_sim", "simulate", path,
                                             *argv])
 
 
 def run(opts: Any) -> Result:
+    from echo_sim.commands.simulate import tp_plan_flag
     from echo_sim.load import load_trace
     from echo_sim.search import SearchSpace, search, write_train_config
     from echo_sim.workload.ops import extract_workload
+    from echo_sim.workload.tensor_parallel import apply_tp_plan
 
     if opts.gpus is None or opts.global_batch is None:
         raise ConfigError("search needs --gpus N and --global-batch N")
@@ -155,18 +160,23 @@ def run(opts: Any) -> Result:
     elif opts.output:
         check_output("--output", opts.output, force=opts.force)  # before the search
     workload = extract_workload(trace)
+    plan = tp_plan_flag(opts.tp_plan)
+    if plan is not None:  # the same roles simulate --tp-plan gives
+        workload = apply_tp_plan(workload, plan)
     res = search(workload, space, objective=opts.objective, top=opts.top,
                  workers=_workers(opts.workers),
                  progress=bool(sys.stderr.isatty()) and not opts.json)
     data = res.to_dict(top=opts.top)
     data["source"] = opts.paths[0]
     data["hardware"] = hw_note
-    commands = [_simulate_line(opts.paths[0], c, space) for c in res.candidates[:opts.top]]
+    commands = [_simulate_line(opts.paths[0], c, space, opts.tp_plan)
+                for c in res.candidates[:opts.top]]
     for row, cmd in zip(data["ranked"], commands, strict=True):
         row["simulate"] = cmd
     if data.get("best") and commands:
         data["best"]["simulate"] = commands[0]
-    text = f"{hw_note}\n{render(res, opts.top)}"
+    data["tp_placement"] = workload.tp_note
+    text = f"{hw_note}\n{render(res, opts.top)}\n{workload.tp_note}"
     if commands:
         text += "\n\nreproduce a row with simulate:\n" + "\n".join(
             f"{i:>3} {cmd}" for i, cmd in enumerate(commands[:SHOWN_COMMANDS], 1))
@@ -229,6 +239,10 @@ COMMAND = Command(
             help="write the best layout as a config for examples/train.py --config FILE; "
                  "with --format aceso, FILE.json gets the best layout and a DIR (made if "
                  "absent) the --top N fitting ones as DIR/<model>_<size>_top<i>.json"),
+        arg("--tp-plan", metavar="FILE", default=None,
+            help="tensor-parallel plan, as simulate --tp-plan (module-name pattern -> "
+                 "colwise | rowwise | replicate); default: the trace's transformers "
+                 "tp_plan, else the model's structure"),
         arg("--heterogeneous", action="store_true",
             help="also search heterogeneous stages when pipelining: per-stage recomputation "
                  "(Aceso's checkpoint_activations / recompute_ops: full recomputation on the "

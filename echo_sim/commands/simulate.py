@@ -9,7 +9,7 @@ from echo_sim.commands.outputs import check_output_dir, flag_errors
 from echo_sim.commands.spec import Command, Result, arg
 from echo_sim.errors import ConfigError
 
-__all__ = ["COMMAND", "render", "sim_config", "simulate_argv"]
+__all__ = ["COMMAND", "render", "sim_config", "simulate_argv", "tp_plan_flag"]
 
 MAX_WRITTEN_RANKS = 64
 # Bounds of the flags (checked before any work): beyond them a run exhausts memory or time.
@@ -28,9 +28,12 @@ out-of-memory verdict against --memory-limit (default: the GPU's memory).
 Each traced operator is scaled to the target micro-batch (a least-squares line over
 --batch-trace traces at other sizes, else fixed overhead + linear), to the target GPU
 (roofline on the trace's FLOPs and bytes, or --compute-factor), sharded by tensor
-parallelism (Megatron: qkv/fc1 column, proj/fc2 row, 2+2 all-reduces per block), split into
+parallelism (Megatron: the projection(s) after a norm column-parallel, the one back to the
+hidden width row-parallel, 2+2 all-reduces per block; found from the traced module
+structure, the transformers tp_plan the trace records, or --tp-plan), split into
 pipeline stages (--schedule gpipe|1f1b|interleaved) and synchronised by DDP buckets
-(25 MiB, overlapping backward), a parameter server or FSDP (--fsdp). Collectives cost what
+(25 MiB, overlapping backward), a parameter server, DeepSpeed ZeRO-1/2 (--zero-stage; a
+DeepSpeed trace's own stage by default) or FSDP (--fsdp). Collectives cost what
 --comm-profile measured where it covers the group, else the cluster preset's alpha-beta
 model. One rank per pipeline stage is simulated (data- and tensor-parallel peers are
 identical); --mode full simulates every rank.
@@ -202,7 +205,7 @@ def sim_config(opts: Any) -> Any:
         dp=opts.dp, tp=opts.tp, pp=opts.pp, micro_batch=opts.micro_batch,
         global_batch=opts.global_batch, schedule=opts.schedule,
         virtual_stages=opts.virtual_stages, nodes=opts.nodes, gpus_per_node=opts.gpus_per_node,
-        cluster=opts.cluster, gpu=opts.gpu, fsdp=opts.fsdp,
+        cluster=opts.cluster, gpu=opts.gpu, fsdp=opts.fsdp, zero_stage=opts.zero_stage,
         recompute=opts.recompute or False, sequence_parallel=opts.sequence_parallel,
         optimizer_foreach=None if opts.optimizer is None else opts.optimizer == "foreach",
         comm_profile=opts.comm_profile,
@@ -211,7 +214,21 @@ def sim_config(opts: Any) -> Any:
         fsdp_impl=opts.fsdp_impl,
         stage_split=opts.stage_split, mode=opts.mode,
         vocab_parallel=not opts.no_vocab_parallel, network=_network(opts),
-        traced_micro_batch=opts.traced_micro_batch)
+        traced_micro_batch=opts.traced_micro_batch,
+        tp_plan=tp_plan_flag(getattr(opts, "tp_plan", None)))
+
+
+def tp_plan_flag(path: str | None) -> Any:
+    """``--tp-plan FILE`` as a :class:`~echo_sim.workload.tp_plan.TpPlan` (None without it);
+    errors name the flag."""
+    if path is None:
+        return None
+    from echo_sim.workload.tp_plan import load_tp_plan
+
+    try:
+        return load_tp_plan(path)
+    except ConfigError as e:
+        raise ConfigError(str(e).replace("tp_plan ", "--tp-plan ", 1)) from None
 
 
 # SimConfig field -> its simulate flag, for the fields a command line can set
@@ -221,7 +238,7 @@ _FLAG_OF = {"dp": "--dp", "tp": "--tp", "pp": "--pp", "micro_batch": "--micro-ba
             "gpus_per_node": "--gpus-per-node", "cluster": "--cluster", "gpu": "--gpu",
             "comm_profile": "--comm-profile", "compute_factor": "--compute-factor",
             "data_parallel": "--data-parallel", "stage_split": "--stage-split", "mode": "--mode",
-            "fsdp_impl": "--fsdp-impl",
+            "fsdp_impl": "--fsdp-impl", "zero_stage": "--zero-stage",
             "traced_micro_batch": "--traced-micro-batch"}
 
 
@@ -253,6 +270,8 @@ def simulate_argv(config: Any) -> list[str]:
             argv.append("--no-vocab-parallel")
         elif f.name == "optimizer_foreach":
             argv += ["--optimizer", "foreach" if v else "loop"]
+        elif f.name == "tp_plan":
+            argv += ["--tp-plan", v.source]
         elif f.name in ("stage_tp", "stage_recompute"):
             argv += [f"--{f.name.replace('_', '-')}", ",".join(map(str, v))]
         else:
@@ -368,6 +387,12 @@ COMMAND = Command(
             help="optimizer implementation of the predicted job, for DTensor parameter "
                  "costs (default: torch's: foreach on GPUs, per-parameter loop on CPU)"),
         arg("--fsdp", action="store_true", help="FSDP / ZeRO-3 instead of DDP"),
+        arg("--zero-stage", type=int_in(0, 3), default=None,
+            help="ZeRO stage (Rajbhandari et al. 2020) as DeepSpeed runs it: 0 DDP; 1 "
+                 "optimizer states sharded over --dp (gradients reduce-scattered in "
+                 "reduce_bucket_size buckets, each rank updates 1/dp, updated parameters "
+                 "all-gathered); 2 also gradients sharded; 3 = --fsdp (default: a DeepSpeed "
+                 "trace's own meta.json training.zero_stage, said in the output; else 0)"),
         arg("--recompute", nargs="?", const="full", default=None,
             choices=["none", "selective", "full"],
             help="activation recomputation: full (a bare --recompute: every block's forward "
@@ -409,6 +434,13 @@ COMMAND = Command(
         arg("--no-vocab-parallel", action="store_true",
             help="with --tp: keep the embedding and head replicated instead of "
                  "vocab-parallel"),
+        arg("--tp-plan", metavar="FILE", default=None,
+            help="tensor-parallel plan: a JSON object of module-name pattern -> colwise | "
+                 "rowwise | replicate (parallelize_module / transformers tp_plan style; "
+                 "fnmatch, or re:REGEX; a pattern may match a dotted suffix of a module "
+                 "path). Default: the tp_plan the trace's transformers config carries, "
+                 "else the model's structure (column projection(s) after a norm, row "
+                 "back to the hidden width)"),
         arg("--batch-trace", action="append", metavar="PATH",
             help="a trace of the same model at another micro-batch size (repeatable): "
                  "fits time = a + b x batch per op"),

@@ -4,8 +4,9 @@ Model states (Rajbhandari et al. 2020, "ZeRO", §3.1 and §5): ``Ψ`` parameters
 ``k`` bytes each (the traced dtype) hold ``kΨ`` parameters, ``kΨ`` gradients and the
 optimizer's fp32 state, ``4Ψ`` per state tensor (AdamW: 2, exp_avg and exp_avg_sq), plus a
 ``4Ψ`` fp32 master copy under mixed precision (16-bit parameters) — the paper's
-``2Ψ + 2Ψ + 12Ψ = 16Ψ`` for mixed-precision Adam. ZeRO-3 / FSDP divides all three by the
-data-parallel degree ``N_d``; tensor parallelism divides the sharded layers' share by ``tp``.
+``2Ψ + 2Ψ + 12Ψ = 16Ψ`` for mixed-precision Adam. ZeRO-1 divides the optimizer state by the
+data-parallel degree ``N_d``, ZeRO-2 also the gradients, ZeRO-3 / FSDP all three
+(:func:`zero_state_bytes`); tensor parallelism divides the sharded layers' share by ``tp``.
 
 Activations: per forward op on the stage, the bytes autograd saved for backward that the
 call made, as echo_trace measures them (``saved_bytes``: its output and what its parent's
@@ -46,6 +47,7 @@ __all__ = [
     "optimizer_states",
     "parse_bytes",
     "recompute_working_bytes",
+    "zero_state_bytes",
 ]
 
 OPTIMIZER_STATES: dict[str, int] = {
@@ -103,6 +105,24 @@ def model_state_bytes(param_bytes: float, *, elem_bytes: int, states: int, mixed
     n = param_bytes / elem_bytes
     opt = 4.0 * n * (states + (1 if mixed else 0))
     return param_bytes / shard, param_bytes / shard, opt / shard
+
+
+def zero_state_bytes(param_bytes: float, *, elem_bytes: int, states: int, mixed: bool,
+                     dp: int, stage: int) -> tuple[float, float, float]:
+    """(parameters, gradients, optimizer) bytes of one rank under ZeRO stage ``stage``.
+
+    ZeRO §5 (Figure 1), with :func:`model_state_bytes`'s ``kΨ``, ``kΨ``, ``KΨ`` and
+    ``N_d = dp``: stage 0 (DDP) ``kΨ + kΨ + KΨ``; 1 (``P_os``) ``kΨ + kΨ + KΨ/N_d``;
+    2 (``P_os+g``) ``kΨ + kΨ/N_d + KΨ/N_d``; 3 (``P_os+g+p``, FSDP) ``(kΨ + kΨ + KΨ)/N_d``.
+    """
+    if stage not in (0, 1, 2, 3):
+        from echo_sim.errors import ConfigError
+
+        raise ConfigError(f"zero_stage={stage!r}; valid: 0, 1, 2, 3")
+    params, grads, opt = model_state_bytes(param_bytes, elem_bytes=elem_bytes, states=states,
+                                           mixed=mixed)
+    return (params / (dp if stage >= 3 else 1), grads / (dp if stage >= 2 else 1),
+            opt / (dp if stage >= 1 else 1))
 
 
 def activation_bytes(fw: Sequence[Op], *, tp: int = 1, mb_scale: float = 1.0,

@@ -6,7 +6,9 @@
 2. :mod:`echo_sim.cost.batch_model` — each op's time at the target micro-batch;
 3. :mod:`echo_sim.cost.compute_scaling` — each op's time on the target GPU;
 4. :mod:`echo_sim.workload.build` — pipeline split, tensor parallel, recomputation,
-   FSDP/DDP composed into one task graph per simulated rank, collectives priced by
+   FSDP / DeepSpeed ZeRO-1/2 / DDP (the stage stated, or a DeepSpeed trace's own:
+   :mod:`echo_sim.sim.zero_choice`) composed into one task graph per simulated rank,
+   collectives priced by
    :class:`~echo_sim.cost.collectives.CommModel` (a measured ``comm_profile`` where it applies);
 5. :func:`echo_sim.sim.engine.run` — the schedule; iteration time = the last rank's end;
 6. :mod:`echo_sim.cost.memory_model` — peak memory per rank against the device limit.
@@ -31,9 +33,7 @@ from echo_sim.cost.cpu_overheads import Skew, comm_overlap, contention, skew
 from echo_sim.cost.memory_model import (
     MemoryEstimate,
     activation_bytes,
-    dtype_bytes,
-    model_state_bytes,
-    optimizer_states,
+    zero_state_bytes,
 )
 from echo_sim.cost.network import NetworkSpec, apply_network, describe_network
 from echo_sim.errors import ConfigError
@@ -48,13 +48,16 @@ from echo_sim.sim.target import (
     choose_hardware,
     traced_micro_batch,
 )
+from echo_sim.sim.zero_choice import ZeroChoice, choose_zero, memory_precision
 from echo_sim.trace.model import Trace
 from echo_sim.workload.build import Built, Layout, Plan, build_graph, make_plan
 from echo_sim.workload.channel_parallel import CHANNEL_SPLIT, channel_parallel, channel_summary
 from echo_sim.workload.data_parallel import DP_MODES
 from echo_sim.workload.ops import Workload, extract_workload
 from echo_sim.workload.pipeline import SCHEDULES, STAGE_SPLITS
-from echo_sim.workload.tensor_parallel import check_tensor_parallel
+from echo_sim.workload.tensor_parallel import apply_tp_plan, check_tensor_parallel
+from echo_sim.workload.tp_plan import TpPlan
+from echo_sim.workload.zero import ZERO_STAGES
 
 __all__ = ["MODES", "RankBreakdown", "SimConfig", "SimResult", "simulate"]
 
@@ -77,7 +80,10 @@ class SimConfig:
     cluster: str | None = None  # default: the traced hardware's (echo_sim.sim.target)
     gpu: str | None = None  # default: the cluster's GPU, or the traced one
     optimizer_foreach: bool | None = None  # default: torch's (foreach on GPUs, loop on CPU)
-    fsdp: bool = False
+    fsdp: bool = False  # ZeRO-3 (zero_stage 3 means the same)
+    # ZeRO stage 0 (DDP) | 1 | 2 | 3 (= fsdp); default: a DeepSpeed trace's own
+    # (meta.json training.zero_stage, echo_sim.sim.zero_choice), else 0, or 3 with fsdp
+    zero_stage: int | None = None
     recompute: bool | str = False  # False/True or "none" | "selective" | "full"
     sequence_parallel: bool = False
     fsdp_impl: str = "fsdp2"  # or "deepspeed-2021" (echo_sim.cost.zero3)
@@ -97,6 +103,9 @@ class SimConfig:
     stage_tp: tuple[int, ...] | None = None
     network: NetworkSpec | None = None  # link rates / topology over the preset's
     traced_micro_batch: int | None = None  # default: meta.json's (TrioSim traces have none)
+    # tensor-parallel roles by module-name pattern (--tp-plan), over the ones extraction found
+    # (the model's structure, or the transformers tp_plan meta.json records)
+    tp_plan: TpPlan | None = None
 
     def __post_init__(self) -> None:
         if self.stage_recompute is not None:
@@ -145,6 +154,7 @@ class SimConfig:
             raise ConfigError(f"unknown mode {self.mode!r}; valid: {', '.join(MODES)}")
         if self.fsdp and self.data_parallel != "ddp":
             raise ConfigError("fsdp replaces data_parallel='ps'; pick one")
+        self._check_zero_stage()
         if self.compute_factor is not None and not self.compute_factor > 0:
             raise ConfigError(f"compute_factor={self.compute_factor} must be > 0")
         from echo_sim.cost.hardware import CLUSTERS, GPUS
@@ -166,6 +176,21 @@ class SimConfig:
             raise ConfigError(f"global batch {self.global_batch} is not divisible by dp·"
                               f"micro_batch = {self.dp}·{self.micro_batch} = "
                               f"{self.dp * self.micro_batch}")
+
+    def _check_zero_stage(self) -> None:
+        z = self.zero_stage
+        if z is None:
+            return
+        if isinstance(z, bool) or z not in ZERO_STAGES:
+            raise ConfigError(f"zero_stage={z!r}; valid: {', '.join(map(str, ZERO_STAGES))}")
+        if self.fsdp and z != 3:
+            raise ConfigError(f"zero_stage={z} with fsdp=True (ZeRO-3); pick one")
+        if z > 0 and self.data_parallel != "ddp":
+            raise ConfigError(f"zero_stage={z} replaces data_parallel="
+                              f"{self.data_parallel!r}; pick one")
+        if z == 2 and self.pp > 1:
+            raise ConfigError(f"zero_stage=2 with pp={self.pp}: DeepSpeed's pipeline engine "
+                              "takes ZeRO stage 0 or 1")
 
     @property
     def stage_tps(self) -> tuple[int, ...]:
@@ -257,6 +282,7 @@ class SimResult:
             "tokens_per_s": self.tokens_per_s,
             "layout": {"dp": c.dp, "tp": max(c.stage_tps), "pp": c.pp, "schedule": c.schedule,
                        "virtual_stages": c.virtual_stages, "fsdp": c.fsdp,
+                       "zero_stage": c.zero_stage,
                        "recompute": c.recompute, "data_parallel": c.data_parallel,
                        "stage_recompute": list(c.stage_recompute or ()),
                        "stage_tp": list(c.stage_tp or ()),
@@ -378,6 +404,10 @@ def simulate(trace: Trace | Workload, config: SimConfig, *, comm: Any = None,
     """
     notes = _Notes()
     workload, meta = _workload(trace, config)
+    zero = choose_zero(config.zero_stage, config.fsdp, meta, pp=config.pp,
+                       data_parallel=config.data_parallel)
+    config = replace(config, zero_stage=zero.stage, fsdp=zero.stage == 3)
+    notes.models.extend(zero.notes)
     traced_mb, mb_source = traced_micro_batch(meta)
     if config.traced_micro_batch is not None:
         traced_mb, mb_source = config.traced_micro_batch, (
@@ -422,7 +452,7 @@ def simulate(trace: Trace | Workload, config: SimConfig, *, comm: Any = None,
                     virtual=config.virtual_stages, micro_batches=m, schedule=config.schedule,
                     full=config.mode == "full",
                     stage_tp=config.stage_tps if config.heterogeneous_tp else ())
-    plan = _plan(config, workload, layout, base, mb_scale, is_cpu, host, notes)
+    plan = _plan(config, workload, layout, base, mb_scale, is_cpu, host, notes, zero)
     built = build_graph(plan, layout, comm, link_contention=config.link_contention)
     sched = run(built.graph)
     sk = skew(host) if config.world > 1 else None
@@ -447,8 +477,12 @@ def simulate(trace: Trace | Workload, config: SimConfig, *, comm: Any = None,
         notes.calibration["comm_overlap"] = {
             "value": max(ov.comm_stretch), "spread_pct": 0.0, "samples": ov.samples}
     notes.models.append(_layout_description(config, is_cpu, m))
+    if max(config.stage_tps) > 1 and workload.tp_note and any(
+            o.role in ("column", "row") for o in workload.ops):
+        notes.models.append(workload.tp_note)  # where the roles came from, what is left
     iteration = sched.makespan_us
-    mem, mem_models = _memory(config, workload, plan, layout, mb_scale, is_cpu, cluster)
+    mem, mem_models = _memory(config, workload, plan, layout, mb_scale, is_cpu, cluster, zero,
+                              meta)
     notes.models.extend(mem_models)
     limit = config.memory_limit_bytes or int(
         (hw.target_gpu and _gpu(hw.target_gpu).memory_bytes) or cluster.gpu.memory_bytes)
@@ -503,6 +537,8 @@ def _workload(trace: Trace | Workload, config: SimConfig) -> tuple[Workload, dic
     if isinstance(trace, Trace) and workload.rank in trace.ranks:
         meta = dict(trace.ranks[workload.rank].meta)
         meta.setdefault("backend", trace.ranks[workload.rank].backend)
+    if config.tp_plan is not None and max(config.stage_tps) > 1:
+        workload = apply_tp_plan(workload, config.tp_plan)
     if not config.vocab_parallel:
         workload = workload.with_ops([replace(o, role="replicated") if o.role == "vocab" else o
                                       for o in workload.ops])
@@ -549,8 +585,9 @@ def _op_times(config: SimConfig, workload: Workload, others: list[Workload], mb:
 
 
 def _plan(config: SimConfig, workload: Workload, layout: Layout, base: np.ndarray,
-          mb_scale: float, is_cpu: bool, host: Any, notes: _Notes) -> Plan:
-    """Step 5: the plan of every parallelism (pipeline split, TP, recomputation, FSDP/DDP;
+          mb_scale: float, is_cpu: bool, host: Any, notes: _Notes, zero: ZeroChoice) -> Plan:
+    """Step 5: the plan of every parallelism (pipeline split, TP, recomputation,
+    FSDP/ZeRO-1/2/DDP;
     :func:`~echo_sim.workload.build.make_plan`), then the calibrated host costs of DTensor
     layouts on it (:mod:`echo_sim.sim.host_costs`)."""
     plan = make_plan(workload, layout, base, mb_scale=mb_scale, fsdp=config.fsdp,
@@ -559,7 +596,7 @@ def _plan(config: SimConfig, workload: Workload, layout: Layout, base: np.ndarra
                      sequence_parallel=config.sequence_parallel,
                      fsdp_impl=config.fsdp_impl,
                      dp_mode=config.data_parallel, bucket_cap_bytes=config.bucket_cap_bytes,
-                     stage_split=config.stage_split)
+                     stage_split=config.stage_split, zero=zero.spec)
     foreach = config.optimizer_foreach if config.optimizer_foreach is not None else not is_cpu
     slowdown = notes.calibration.get("compute_contention", {}).get("value", 1.0)
     notes.models.extend(apply_host_costs(plan, workload, layout, profile=host,
@@ -584,6 +621,8 @@ def _layout_description(config: SimConfig, is_cpu: bool, m: int) -> str:
     if config.fsdp:
         parts.append("FSDP2 " + ("blocking collectives (CPU: no streams)" if is_cpu
                                  else "with prefetch overlap"))
+    elif config.zero_stage in (1, 2):
+        parts.append(f"DeepSpeed ZeRO-{config.zero_stage}")
     elif config.dp > 1:
         parts.append("DDP 25 MiB buckets overlapping backward" if config.data_parallel == "ddp"
                      else "parameter server push/pull")
@@ -653,12 +692,11 @@ def _breakdown(built: Built, sched: Schedule, r: int, T: float) -> tuple[float, 
 
 # ----------------------------------------------------------------------------- memory
 def _memory(config: SimConfig, workload: Workload, plan: Plan, layout: Layout,
-            mb_scale: float, is_cpu: bool, cluster: Any) -> tuple[dict[int, MemoryEstimate],
-                                                                   list[str]]:
-    elem = dtype_bytes(workload.dtype)
-    mixed = elem == 2
+            mb_scale: float, is_cpu: bool, cluster: Any, zero: ZeroChoice,
+            meta: dict[str, Any]) -> tuple[dict[int, MemoryEstimate], list[str]]:
     upd = workload.update_ops
-    states = optimizer_states(upd[0].name) if upd else 0
+    prec = memory_precision(workload.dtype, upd[0].name if upd else None, meta)
+    elem, states, mixed = prec.elem_bytes, prec.states, prec.mixed
     P, V = layout.pp, layout.virtual
     out: dict[int, MemoryEstimate] = {}
     for s in range(P):
@@ -670,7 +708,7 @@ def _memory(config: SimConfig, workload: Workload, plan: Plan, layout: Layout,
         out[s] = stage_memory(chunks, schedule=layout.schedule, pp=P,
                               micro_batches=layout.micro_batches, stage=s, dp=layout.dp,
                               fsdp=config.fsdp, elem_bytes=elem, states=states, mixed=mixed,
-                              is_cpu=is_cpu)
+                              is_cpu=is_cpu, zero=zero.spec)
     measured = any(o.saved_bytes >= 0 for o in workload.fw_ops)
     acts = ("activations from the tensors autograd saved in the traced forward "
             "(meta.json saved_activations)" if measured else
@@ -680,7 +718,9 @@ def _memory(config: SimConfig, workload: Workload, plan: Plan, layout: Layout,
               f"{' with recomputation' if config.recompute not in (False, 'none') else ''}"
               ", in-flight "
               f"micro-batches from the {layout.schedule} schedule"]
-    base = _baseline(workload, is_cpu, elem, states, mixed)
+    if prec.note:
+        models.append(prec.note)
+    base = _baseline(workload, is_cpu, elem, states, mixed, zero)
     if base > 0:
         out = {s: MemoryEstimate(**{**_fields(e), "baseline_bytes": base}) for s, e in out.items()}
         models.append(f"memory: + {base / 2**20:.1f} MiB baseline = traced peak "
@@ -695,8 +735,10 @@ def _fields(e: MemoryEstimate) -> dict[str, float]:
             "buffers_bytes": e.buffers_bytes}
 
 
-def _baseline(workload: Workload, is_cpu: bool, elem: int, states: int, mixed: bool) -> float:
-    """Traced peak minus the model's estimate of the traced run (same device kind only)."""
+def _baseline(workload: Workload, is_cpu: bool, elem: int, states: int, mixed: bool,
+              zero: ZeroChoice) -> float:
+    """Traced peak minus the model's estimate of the traced run (same device kind only;
+    a DeepSpeed run's states sharded as its ZeRO stage shards them over its dp ranks)."""
     if not workload.peak_memory_bytes:
         return 0.0
     traced_cpu = (resolve_device(workload.device, workload.device_name) or _gpu("cpu")).name \
@@ -704,6 +746,7 @@ def _baseline(workload: Workload, is_cpu: bool, elem: int, states: int, mixed: b
     if traced_cpu != is_cpu:
         return 0.0
     pbytes = float(workload.total_param_bytes)
-    params, grads, opt = model_state_bytes(pbytes, elem_bytes=elem, states=states, mixed=mixed)
+    params, grads, opt = zero_state_bytes(pbytes, elem_bytes=elem, states=states, mixed=mixed,
+                                          dp=zero.traced_dp, stage=zero.traced_stage)
     act = activation_bytes(workload.fw_ops)
     return max(workload.peak_memory_bytes - (params + grads + opt + act), 0.0)

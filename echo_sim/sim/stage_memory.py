@@ -5,9 +5,10 @@ are exactly the ones simulate would call out of memory.
 
 Per pipeline rank ``s`` holding chunks ``c = 0..V-1`` (virtual stages):
 
-* model states (:func:`~echo_sim.cost.memory_model.model_state_bytes`, ZeRO §3.1):
+* model states (:func:`~echo_sim.cost.memory_model.zero_state_bytes`, ZeRO §3.1 and §5):
   parameters, gradients and optimizer state of the rank's TP-sharded parameters, sharded
-  ``dp`` ways under FSDP;
+  ``dp`` ways under FSDP (ZeRO-3); the optimizer state under ZeRO-1, it and the gradients
+  under ZeRO-2;
 * activations: the largest sum, over the rank's schedule (:func:`stage_actions`), of the
   chunks' per-micro-batch activations in flight (a forward adds its chunk's, a backward
   frees it), plus the largest recomputation working set of one chunk (held once);
@@ -15,7 +16,8 @@ Per pipeline rank ``s`` holding chunks ``c = 0..V-1`` (virtual stages):
   (``torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py``) keeps the root's parameters
   unsharded from forward through backward, a block unit unsharded while it runs (and the
   next prefetched, on GPUs), and stages ``S`` bytes of all-gather output plus the ``S/dp``
-  copy-in for its biggest unit.
+  copy-in for its biggest unit; DeepSpeed ZeRO-1/2 its ipg gradient buffer(s)
+  (:meth:`~echo_sim.workload.zero.ZeroSpec.ipg_buffer_bytes`), at any ``dp``.
 """
 
 from __future__ import annotations
@@ -28,12 +30,13 @@ from typing import Any
 from echo_sim.cost.memory_model import (
     MemoryEstimate,
     activation_bytes,
-    model_state_bytes,
     recompute_working_bytes,
+    zero_state_bytes,
 )
 from echo_sim.workload.fsdp import ROOT, fsdp_units
 from echo_sim.workload.pipeline import stage_actions
 from echo_sim.workload.tensor_parallel import tp_param_bytes
+from echo_sim.workload.zero import ZeroSpec
 
 __all__ = ["ChunkMemory", "chunk_memory", "stage_memory"]
 
@@ -99,11 +102,15 @@ def _peak_activations(chunks: Sequence[ChunkMemory], schedule: str, pp: int, m: 
 
 def stage_memory(chunks: Sequence[ChunkMemory], *, schedule: str, pp: int,
                  micro_batches: int, stage: int, dp: int, fsdp: bool, elem_bytes: int,
-                 states: int, mixed: bool, is_cpu: bool) -> MemoryEstimate:
-    """Peak memory of pipeline rank ``stage`` holding ``chunks`` (module docstring)."""
+                 states: int, mixed: bool, is_cpu: bool,
+                 zero: ZeroSpec | None = None) -> MemoryEstimate:
+    """Peak memory of pipeline rank ``stage`` holding ``chunks`` (module docstring);
+    ``zero``: DeepSpeed ZeRO-1/2 instead of DDP (ignored with ``fsdp``)."""
     pbytes = sum(c.param_bytes for c in chunks)
-    params, grads, opt = model_state_bytes(pbytes, elem_bytes=elem_bytes, states=states,
-                                           mixed=mixed, shard=dp if fsdp else 1)
+    zero = None if fsdp else zero
+    params, grads, opt = zero_state_bytes(pbytes, elem_bytes=elem_bytes, states=states,
+                                          mixed=mixed, dp=dp,
+                                          stage=3 if fsdp else zero.stage if zero else 0)
     acts = _peak_activations(chunks, schedule, pp, micro_batches, stage) \
         + max((c.working_bytes for c in chunks), default=0.0)
     buffers = 0.0
@@ -112,6 +119,8 @@ def stage_memory(chunks: Sequence[ChunkMemory], *, schedule: str, pp: int,
         biggest = max((c.biggest_unit_bytes for c in chunks), default=0.0) or root
         gathered = pbytes if pp > 1 else root + biggest * (1 if is_cpu else 2)
         buffers = gathered + biggest * (1 + 1 / dp)
+    elif zero is not None:
+        buffers = zero.ipg_buffer_bytes(elem_bytes, pbytes, is_cpu=is_cpu)
     elif dp > 1:
         buffers = pbytes
     return MemoryEstimate(params_bytes=params, grads_bytes=grads, optimizer_bytes=opt,

@@ -12,8 +12,10 @@ checkpointing, then FSDP/DDP):
 3. **activation recomputation** — ``full``: backward re-runs each module's forward (and its
    TP all-reduces); ``selective`` (Korthikanti et al. 2022, §4.2): only the attention core
    (scores, softmax, dropout, weighted sum) is re-run; ``none``;
-4. **FSDP or DDP / parameter server** last — gradient synchronisation of the (TP-sharded)
-   stage parameters, overlapping backward.
+4. **FSDP, DeepSpeed ZeRO-1/2 or DDP / parameter server** last — gradient
+   synchronisation of the (TP-sharded) stage parameters, overlapping backward (ZeRO-1/2
+   also all-gather the updated parameters after the optimizer step: hooks of phase
+   ``"U"``).
 
 :func:`build_graph` decides *when*: it walks each simulated rank's pipeline schedule
 (micro-batch actions), emits one compute task per op on ``rank<r>/compute``, and turns
@@ -58,6 +60,7 @@ from echo_sim.workload.tensor_parallel import (
     tp_hooks,
     tp_param_bytes,
 )
+from echo_sim.workload.zero import ZeroSpec, apply_zero
 
 __all__ = ["RECOMPUTE_MODES", "Built", "CommPricer", "Layout", "Plan", "StagePlan",
            "build_graph", "make_plan", "recompute_mode", "unit_stages"]
@@ -202,7 +205,8 @@ def make_plan(workload: Workload, layout: Layout, base_time_us: np.ndarray, *,
               mb_scale: float = 1.0, fsdp: bool = False, fsdp_overlap: bool = True,
               recompute: bool | str | tuple[str, ...] = False, dp_mode: str = "ddp",
               bucket_cap_bytes: int = 25 * 1024 * 1024, stage_split: str = "time",
-              sequence_parallel: bool = False, fsdp_impl: str = "fsdp2") -> Plan:
+              sequence_parallel: bool = False, fsdp_impl: str = "fsdp2",
+              zero: ZeroSpec | None = None) -> Plan:
     """Op times and hooks per virtual stage for ``layout`` (see the module docstring).
 
     ``base_time_us``: per op index, the time on the target device at the target
@@ -215,6 +219,9 @@ def make_plan(workload: Workload, layout: Layout, base_time_us: np.ndarray, *,
     ``checkpoint_activations``; ``virtual == 1``). Per-stage modes that differ split the
     pipeline on the times without recomputation, then recompute on the stages that ask for
     it; a per-stage tuple of one mode is that uniform mode.
+    ``zero``: DeepSpeed ZeRO-1/2 (:mod:`echo_sim.workload.zero`) instead of DDP: its
+    gradient buckets and parameter all-gather, and the optimizer step on ``1/dp`` of the
+    parameters (``UPDATE / dp``, as under FSDP).
     """
     stage_modes: tuple[str, ...] | None = None
     if isinstance(recompute, tuple):
@@ -279,7 +286,13 @@ def make_plan(workload: Workload, layout: Layout, base_time_us: np.ndarray, *,
             sp.hooks += tp_hooks(sp.fw, sp.bw, mb_scale=mb_scale, recompute=full)
         # (4) gradient synchronisation
         if layout.dp > 1 or fsdp:
-            if fsdp:
+            if zero is not None and not fsdp:
+                from echo_sim.cost.memory_model import dtype_bytes  # memory_model imports ops
+
+                sp.hooks += _offset(apply_zero(
+                    sp.bw, _stage_params(sp, workload, fw_of, tp, k == 0), zero,
+                    elem_bytes=dtype_bytes(workload.dtype)), len(sp.hooks))
+            elif fsdp:
                 sp.hooks += apply_fsdp(sp.fw, sp.bw, has_blocks=workload.has_blocks,
                                        param_bytes=pbytes, overlap=fsdp_overlap,
                                        reshard_after_forward=layout.pp == 1)
@@ -296,7 +309,7 @@ def make_plan(workload: Workload, layout: Layout, base_time_us: np.ndarray, *,
         # the optimizer step of the stage's share of the parameters, timed at its degree
         upd = float(sum(by_tp[layout.tp_of(s)][o.index] for o in ops if o.phase == "U"))
         held = sum(stages[c * layout.pp + s].param_bytes for c in range(layout.virtual))
-        frac = held / total_params / (layout.dp if fsdp else 1)
+        frac = held / total_params / (layout.dp if fsdp or zero is not None else 1)
         update_us.append(upd * frac)
     return Plan(time_us=t, stages=stages, update_us=update_us, pre_us=workload.pre_us,
                 post_us=workload.post_us, stage_of_unit=stage_of_unit, fsdp_impl=fsdp_impl,
@@ -616,9 +629,15 @@ class _Emitter:
         edge(prev, upd)
         for w in ctx.update_waits:
             edge(w, upd)
+        prev = upd
+        for c in range(L.virtual):  # phase "U": after the step (ZeRO-1/2's all-gather)
+            hooks = plan.stages[c * P + s].hooks
+            for hi, h in enumerate(hooks):
+                if h.phase == "U" and _active(h, m - 1, m):
+                    prev = self.collective(ctx, hooks, hi, prev, c * P + s, "U", 0, {})
         post = task(plan.post_us, (comp,), label=("post", r))
         ctasks.append(post)
-        edge(upd, post)
+        edge(prev, post)
 
     def built(self) -> Built:
         return Built(graph=self.g, layout=self.L, plan=self.plan,

@@ -36,12 +36,22 @@ import numpy as np
 from echo_sim.errors import TraceFormatError
 from echo_sim.trace.model import Cat, Trace
 from echo_sim.workload.leaves import step_leaves
+from echo_sim.workload.tp_plan import tp_placement
+from echo_sim.workload.tp_structure import (
+    COLUMN_HINTS,
+    HEAD_HINTS,
+    ROW_HINTS,
+    TOKEN_EMBEDDING_HINTS,
+    Placement,
+    placement_summary,
+)
 
 __all__ = [
     "CommHook",
     "Op",
     "TP_ROLES",
     "Workload",
+    "assign_roles",
     "block_index",
     "extract_workload",
     "fold_micro_batches",
@@ -55,15 +65,12 @@ an op on a column-parallel output before the row-parallel op (activation, attent
 or replicated (layer norms, residual adds, position embeddings)."""
 
 # Megatron-LM / HF / torchtitan names of the first (column-parallel) and second
-# (row-parallel) Linear of attention and MLP.
-_COLUMN = {"qkv", "c_attn", "q_proj", "k_proj", "v_proj", "query_key_value", "query", "key",
-           "value", "wq", "wk", "wv", "fc1", "c_fc", "up_proj", "gate_proj", "w1", "w3",
-           "dense_h_to_4h", "linear_fc1", "linear_qkv"}
-_ROW = {"proj", "c_proj", "o_proj", "out_proj", "wo", "fc2", "down_proj", "w2", "dense",
-        "dense_4h_to_h", "linear_fc2", "linear_proj"}
-_HEAD = {"head", "lm_head", "output", "embed_out"}
-_TOKEN_EMB = {"tok_emb", "wte", "embed_tokens", "word_embeddings", "tok_embeddings",
-              "embedding", "embed"}
+# (row-parallel) Linear of attention and MLP: hints of the structural rule, which decides
+# (echo_sim.workload.tp_structure).
+_COLUMN = COLUMN_HINTS
+_ROW = ROW_HINTS
+_HEAD = HEAD_HINTS
+_TOKEN_EMB = TOKEN_EMBEDDING_HINTS
 _BLOCK_RE = re.compile(r"(?:^|\.)(?:blocks|layers|layer|h|block)\.(\d+)(?:\.|$)")
 
 
@@ -74,7 +81,9 @@ def block_index(module: str) -> int:
 
 
 def tp_role(module: str, kind: str) -> str:
-    """Megatron tensor-parallel role from the module's last path component and class."""
+    """Megatron tensor-parallel role from the module's last path component and class alone
+    (the name hints; :func:`extract_workload` places roles by the model's structure or a
+    plan: :func:`~echo_sim.workload.tp_plan.tp_placement`)."""
     leaf = module.rsplit(".", 1)[-1]
     if kind == "Linear" and block_index(module) >= 0:
         if leaf in _COLUMN:
@@ -133,7 +142,8 @@ class CommHook:
     ``wait``: the op index that cannot start before it ends; -1: the optimizer step waits
     for it; -2: blocking (the next op of the action waits, as for tensor-parallel
     all-reduces); -3: no op waits (a later hook does, through ``after``). ``phase`` ("F" or "B") says which action (forward or backward) holds the
-    issue/wait ops. ``when``: "all" micro-batches, "first" or "last" only. ``after``: index
+    issue/wait ops; "U": issued after the optimizer step, the end of the step waits for it
+    (ZeRO-1/2's parameter all-gather; ``issue`` and ``wait`` unused). ``when``: "all" micro-batches, "first" or "last" only. ``after``: index
     (into the same hook list) of a hook that must finish first (parameter-server pull after
     push); ``chain``: issued in order after the previous hook of the same channel.
     ``group``: "tp", "dp" or "pp".
@@ -182,6 +192,7 @@ class Workload:
     steps_used: int = 1
     tp_time_us: dict[int, tuple[float, ...]] = field(default_factory=dict)
     traced_micro_batches: int = 1  # forward-backward passes per traced step (accumulation)
+    tp_note: str = ""  # one line: where the tensor-parallel roles came from, what is unplaced
 
     @property
     def fw_ops(self) -> list[Op]:
@@ -312,12 +323,12 @@ def extract_workload(trace: Trace, *, rank: int | None = None) -> Workload:
             flops=(2.0 * info["flops"] if phase == "B" else info["flops"]) if phase != "U"
             else 0.0,
             block=blk, unit=_unit_of(mod, blk) if phase != "U" else "",
-            role=tp_role(mod, kind) if phase != "U" else "replicated",
             fw=fw_index.get(mod, -1) if phase == "B" else -1,
         ))
-    ops = _mark_inner(ops)
     rinfo = trace.ranks.get(rank)
     meta: dict[str, Any] = dict(rinfo.meta) if rinfo is not None else {}
+    placement = tp_placement(ops, meta)
+    ops = assign_roles(ops, placement)
     ops = _with_saved(ops, meta.get("saved_activations"))
     ops = _with_held_params(ops, meta.get("params") or [])
     params = tuple((str(p.get("name", "")), int(p.get("bytes", 0)), str(p.get("dtype", "")))
@@ -339,7 +350,7 @@ def extract_workload(trace: Trace, *, rank: int | None = None) -> Workload:
         model=_model_info(meta, ops, int(mb) if mb else None), buckets=buckets,
         peak_memory_bytes=peak, peak_memory_kind=peak_kind, rank=rank,
         steps_used=int(used.size), tp_time_us=_tp_times(meta.get("tp_time_us"), len(ops)),
-        traced_micro_batches=accum,
+        traced_micro_batches=accum, tp_note=placement_summary(placement),
     )
 
 
@@ -439,6 +450,15 @@ def fold_micro_batches(base: list[dict[str, Any]], dur: np.ndarray, gap: np.ndar
     folded = base[:first] + base[first:first + n] + base[end:]
     return (folded, np.concatenate([dur[:first], one_d, dur[end:]]),
             np.concatenate([gap[:first], one_g, gap[end:]]), k)
+
+
+def assign_roles(ops: list[Op], placement: Placement) -> list[Op]:
+    """``ops`` with the tensor-parallel roles of ``placement`` (forward modules it does not
+    name are replicated; a backward op takes its forward module's role), then the ops
+    between a column- and a row-parallel op marked ``inner``."""
+    out = [replace(o, role=placement.roles.get(o.module, "replicated")) if o.phase == "F"
+           else replace(o, role="replicated") for o in ops]
+    return _mark_inner(out)
 
 
 def _mark_inner(ops: list[Op]) -> list[Op]:

@@ -16,6 +16,11 @@ head are vocab-parallel. So, with ``tp`` ranks:
 i.e. 2 + 2 all-reduces per block and step. With activation recomputation the forward
 all-reduces run again in backward. All of them block the compute stream.
 
+Which modules take which role: :func:`~echo_sim.workload.tp_plan.tp_placement` at extraction
+— the model's own structure (:mod:`echo_sim.workload.tp_structure`: nn.Linear and HF Conv1D,
+fused or separate q/k/v, GQA, gated MLPs, post- or pre-norm), or the transformers
+``tp_plan`` the trace recorded — or a plan the user gives (:func:`apply_tp_plan`, ``--tp-plan``).
+
 Models without this pattern whose trace says its layers split by output channels (CNNs
 from TrioSim) take role ``channel`` instead: :mod:`echo_sim.workload.channel_parallel`.
 """
@@ -23,31 +28,46 @@ from TrioSim) take role ``channel`` instead: :mod:`echo_sim.workload.channel_par
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from echo_sim.errors import ConfigError
 from echo_sim.workload.channel_parallel import channel_hooks
-from echo_sim.workload.ops import CommHook, Op, Workload
+from echo_sim.workload.ops import CommHook, Op, Workload, assign_roles
+from echo_sim.workload.tp_plan import TpPlan, plan_roles
+from echo_sim.workload.tp_structure import placement_summary
 
-__all__ = ["SHARDED_ROLES", "check_tensor_parallel", "tp_factors", "tp_hooks",
+__all__ = ["SHARDED_ROLES", "apply_tp_plan", "check_tensor_parallel", "tp_factors", "tp_hooks",
            "tp_param_bytes"]
 
 SHARDED_ROLES: frozenset[str] = frozenset({"column", "row", "vocab", "inner", "channel"})
 
 
 def check_tensor_parallel(workload: Workload, tp: int) -> None:
-    """:class:`ConfigError` if ``tp > 1`` cannot shard this model."""
+    """:class:`ConfigError` if ``tp > 1`` cannot shard this model: no column/row-parallel
+    pair was placed (the message names, in one line, the projections left unplaced), or
+    ``tp`` does not divide the attention heads, the key/value heads (GQA) or the hidden
+    size the trace records."""
     if tp <= 1:
         return
     roles = {o.role for o in workload.ops if o.phase == "F"}
-    if "channel" in roles:  # split by output channels (echo_sim.workload.channel_parallel)
-        return
     if "column" not in roles or "row" not in roles:
-        raise ConfigError(f"tp={tp}: the model has no column/row-parallel Linear pattern "
-                          "(blocks.<i>.attn.qkv/proj, blocks.<i>.mlp.fc1/fc2) to shard; use tp=1")
-    for key in ("heads", "hidden"):
+        if "channel" in roles:  # split by output channels (echo_sim.workload.channel_parallel)
+            return
+        where = f" ({workload.tp_note})" if workload.tp_note else ""
+        raise ConfigError(f"tp={tp}: no column/row-parallel projection pair found in the "
+                          f"model{where}; give tp_plan (--tp-plan FILE) or use tp=1")
+    for key in ("heads", "kv_heads", "hidden"):
         val = workload.model.get(key)
         if val and int(val) % tp:
             raise ConfigError(f"tp={tp} does not divide {key}={int(val)}")
+
+
+def apply_tp_plan(workload: Workload, plan: TpPlan) -> Workload:
+    """``workload`` with the roles of ``plan`` (:mod:`echo_sim.workload.tp_plan`) in place of
+    the ones extraction found; ``tp_note`` says so in one line."""
+    placement = plan_roles(workload.ops, plan)
+    return replace(workload.with_ops(assign_roles(list(workload.ops), placement)),
+                   tp_note=placement_summary(placement))
 
 
 def tp_param_bytes(op: Op, tp: int) -> float:

@@ -6,10 +6,14 @@ one micro-batch: a tensor, a tuple of positional inputs or a dict of keyword inp
 ``loss_fn(output)`` gives the scalar to backpropagate; without it the output's ``loss``
 (transformers models given ``labels``) or the mean of the output is used.
 
-``--model-source huggingface --model NAME`` builds ``AutoModelForCausalLM.from_config`` with
-random weights and never downloads: NAME is a transformers model type (``gpt2``, ``llama``,
-``bert``...) or a local directory holding ``config.json``. ``tiny=True`` shrinks the config
-(2 layers, hidden 64, 2 heads) for CI; ``overrides`` set any config attribute.
+``--model-source huggingface --model NAME`` builds ``AutoModelForCausalLM.from_config`` (an
+encoder-decoder family such as t5: ``AutoModelForSeq2SeqLM``, fed ``labels``; an
+encoder-only one without a causal head: ``AutoModel``) with random weights and never
+downloads. NAME is a transformers model type (``gpt2``, ``llama``, ``bert``, ``t5``...) or a
+local directory holding ``config.json``. ``tiny=True`` shrinks the config (2 layers, hidden
+64, 2 heads) for CI; ``overrides`` set any config attribute. The model's tensor-parallel
+plan (transformers' ``model.tp_plan``), when its family has one, goes into meta.json's
+``model.tp_plan``, which echo_sim's simulate and search then use.
 """
 
 from __future__ import annotations
@@ -27,7 +31,8 @@ __all__ = ["TINY_OVERRIDES", "ModelBundle", "ProfileError", "build_model", "call
 #: family's own names, e.g. gpt2's ``n_layer``/``n_embd``/``n_head``).
 TINY_OVERRIDES: dict[str, Any] = {"num_hidden_layers": 2, "hidden_size": 64,
                                   "num_attention_heads": 2, "intermediate_size": 256,
-                                  "num_key_value_heads": 2, "vocab_size": 1024}
+                                  "num_key_value_heads": 2, "vocab_size": 1024,
+                                  "num_decoder_layers": 2, "d_ff": 256}
 
 
 class ProfileError(ValueError):
@@ -116,9 +121,16 @@ def _hf_bundle(name: str, batch_size: int, seq_len: int, *, tiny: bool,
     causal = True
     try:
         model = AutoModelForCausalLM.from_config(cfg)
-    except ValueError:  # an encoder-only family (bert...): the bare model
-        model = AutoModel.from_config(cfg)
-        causal = False
+    except ValueError:
+        if getattr(cfg, "is_encoder_decoder", False):  # t5, bart...: labels give the decoder
+            from transformers import AutoModelForSeq2SeqLM
+
+            if getattr(cfg, "decoder_start_token_id", None) is None:  # shifts labels right
+                cfg.decoder_start_token_id = getattr(cfg, "pad_token_id", None) or 0
+            model = AutoModelForSeq2SeqLM.from_config(cfg)
+        else:  # an encoder-only family: the bare model
+            model = AutoModel.from_config(cfg)
+            causal = False
     vocab = int(getattr(cfg, "vocab_size", 1000))
     gen = torch.Generator().manual_seed(0)
 
@@ -129,11 +141,27 @@ def _hf_bundle(name: str, batch_size: int, seq_len: int, *, tiny: bool,
     info = {"name": name, "source": "huggingface", "family": getattr(cfg, "model_type", name),
             "layers": getattr(cfg, "num_hidden_layers", None),
             "hidden": getattr(cfg, "hidden_size", None),
-            "heads": getattr(cfg, "num_attention_heads", None), "seq": seq_len,
+            "heads": getattr(cfg, "num_attention_heads", None),
+            "kv_heads": getattr(cfg, "num_key_value_heads", None), "seq": seq_len,
             "vocab": vocab, "micro_batch_size": batch_size,
             "params": sum(p.numel() for p in model.parameters())}
+    info.update(_tp_plan_info(model, cfg))
     info = {k: v for k, v in info.items() if v is not None}
     return ModelBundle(model=model, make_batch=make_batch, info=info)
+
+
+def _tp_plan_info(model: Any, cfg: Any) -> dict[str, Any]:
+    """The tensor-parallel plan transformers keeps for this model (``model.tp_plan``: the
+    config's ``base_model_tp_plan`` under the base model's prefix plus the head's), as
+    meta.json's ``model.tp_plan``; {} for families without one (gpt2, bert, t5...)."""
+    plan = getattr(model, "tp_plan", None)
+    source = f"transformers {type(model).__name__}.tp_plan"
+    if not isinstance(plan, Mapping) or not plan:
+        plan = getattr(cfg, "base_model_tp_plan", None)
+        source = f"transformers {type(cfg).__name__}.base_model_tp_plan"
+    if not isinstance(plan, Mapping) or not plan:
+        return {}
+    return {"tp_plan": {str(k): str(v) for k, v in plan.items()}, "tp_plan_source": source}
 
 
 def _local_bundle(spec: str, batch_size: int, seq_len: int) -> ModelBundle:
