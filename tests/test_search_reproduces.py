@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import shlex
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -21,14 +22,32 @@ from tests.cli_util import run
 DDP = Path(__file__).parent / "data" / "load" / "echo_real_ddp"
 
 
-def test_search_rows_are_simulate_commands(capsys: Any) -> None:
-    code, out, err = run(capsys, "search", DDP, "--gpus", "2", "--global-batch", "16",
+def _deepspeed_copy(tmp_path: Path) -> Path:
+    """The DDP trace as if DeepSpeed ZeRO-2 had run it (meta.json training)."""
+    dst = tmp_path / "ds"
+    shutil.copytree(DDP, dst)
+    for meta_path in dst.glob("*/meta.json"):
+        meta = json.loads(meta_path.read_text())
+        meta["training"] = {"framework": "deepspeed", "zero_stage": 2, "micro_batch_size": 8,
+                            "gradient_accumulation_steps": 1, "data_parallel_size": 2,
+                            "global_batch_size": 16}
+        meta_path.write_text(json.dumps(meta))
+    return dst
+
+
+@pytest.mark.parametrize("deepspeed", [False, True], ids=["ddp-trace", "zero2-trace"])
+def test_search_rows_are_simulate_commands(capsys: Any, tmp_path: Path, deepspeed: bool) -> None:
+    path = _deepspeed_copy(tmp_path) if deepspeed else DDP
+    code, out, err = run(capsys, "search", path, "--gpus", "2", "--global-batch", "16",
                          "--top", "6", "--json")
     assert code == 0, err
     d = json.loads(out)
     # a CPU trace is searched on the CPU host it ran on (it used to be DGX-H100)
     assert d["space"]["cluster"] == "cpu-gloo" and d["space"]["gpus_per_node"] == 2
     assert "cpu-gloo" in d["hardware"]
+    # a ZeRO-2 trace: rows are what their labels say, none refused for pipelining
+    assert d["counts"]["invalid"] == 0
+    assert ("DeepSpeed ZeRO-2" in d["hardware"]) == deepspeed
     labels = [r["label"] for r in d["ranked"]]
     assert any(" sp " in f" {lab} " for lab in labels)  # sequence parallelism is searched
     for row in d["ranked"]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from typing import Any
 
@@ -160,6 +161,12 @@ def run(opts: Any) -> Result:
     elif opts.output:
         check_output("--output", opts.output, force=opts.force)  # before the search
     workload = extract_workload(trace)
+    traced_zero = (workload.meta.get("training") or {}).get("zero_stage")
+    if isinstance(traced_zero, int) and traced_zero > 0:
+        # rows are what their labels say; simulate --zero-stage 1|2 prices the others
+        space = dataclasses.replace(space, pin_zero=True)
+        hw_note += (f"\nthe trace ran DeepSpeed ZeRO-{traced_zero}: rows are DDP (ZeRO-0) or "
+                    "FSDP (ZeRO-3); `simulate --zero-stage 1|2` prices ZeRO-1/2")
     plan = tp_plan_flag(opts.tp_plan)
     if plan is not None:  # the same roles simulate --tp-plan gives
         workload = apply_tp_plan(workload, plan)

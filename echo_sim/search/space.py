@@ -107,6 +107,9 @@ class SearchSpace:
     comm_profile: str | None = None
     vary_gpus: bool = False
     heterogeneous: bool = False
+    # the trace ran a ZeRO stage of its own (DeepSpeed): pin each row to what its label says
+    # (ddp = ZeRO-0, fsdp = ZeRO-3) instead of letting simulate default to the traced stage
+    pin_zero: bool = False
 
     def __post_init__(self) -> None:
         for name, cap in (("gpus", MAX_GPUS), ("global_batch", MAX_GLOBAL_BATCH),
@@ -207,6 +210,7 @@ class ParallelLayout:
             nodes=self.world // gpn if self.world % gpn == 0 else None,
             cluster=space.cluster, fsdp=self.fsdp, recompute=self.recompute,
             sequence_parallel=self.sp, stage_recompute=self.stage_recompute or None,
+            zero_stage=(3 if self.fsdp else 0) if space.pin_zero else None,
             stage_tp=self.stage_tp or None,
             comm_profile=space.comm_profile, memory_limit_bytes=space.memory_limit_bytes)
 

@@ -533,10 +533,7 @@ def _workload(trace: Trace | Workload, config: SimConfig) -> tuple[Workload, dic
     """Step 1: the traced workload (vocab roles dropped unless vocab-parallel) and the
     traced rank's ``meta.json`` (with its backend)."""
     workload = trace if isinstance(trace, Workload) else extract_workload(trace)
-    meta: dict[str, Any] = {}
-    if isinstance(trace, Trace) and workload.rank in trace.ranks:
-        meta = dict(trace.ranks[workload.rank].meta)
-        meta.setdefault("backend", trace.ranks[workload.rank].backend)
+    meta: dict[str, Any] = dict(workload.meta)
     if config.tp_plan is not None and max(config.stage_tps) > 1:
         workload = apply_tp_plan(workload, config.tp_plan)
     if not config.vocab_parallel:

@@ -192,6 +192,9 @@ class Workload:
     steps_used: int = 1
     tp_time_us: dict[int, tuple[float, ...]] = field(default_factory=dict)
     traced_micro_batches: int = 1  # forward-backward passes per traced step (accumulation)
+    # the traced rank's meta.json (with its backend): simulate reads the framework's figures
+    # from it, so simulating the workload equals simulating the trace (search does the former)
+    meta: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     tp_note: str = ""  # one line: where the tensor-parallel roles came from, what is unplaced
 
     @property
@@ -351,6 +354,7 @@ def extract_workload(trace: Trace, *, rank: int | None = None) -> Workload:
         peak_memory_bytes=peak, peak_memory_kind=peak_kind, rank=rank,
         steps_used=int(used.size), tp_time_us=_tp_times(meta.get("tp_time_us"), len(ops)),
         traced_micro_batches=accum, tp_note=placement_summary(placement),
+        meta={**meta, "backend": meta.get("backend", rinfo.backend if rinfo else "")},
     )
 
 
