@@ -17,11 +17,11 @@ REPO = Path(__file__).resolve().parent.parent
 LAYERS: dict[str, list[tuple[str, set[str]]]] = {
     "echo_sim": [
         ("interface", {"__main__", "cli", "commands"}),
-        ("analysis", {"analysis", "render", "search"}),
+        ("analysis", {"analysis", "render", "search", "outofcore"}),
         ("simulation", {"sim", "workload", "cost", "measure"}),
-        ("loading", {"load"}),
+        ("loading", {"load", "store"}),
         ("trace model", {"trace"}),
-        ("base", {"__init__", "errors", "textsafe"}),
+        ("base", {"__init__", "errors", "textsafe", "progress"}),
     ],
     "echo_trace": [
         ("commands", {"run", "profile", "graph_mode", "_autostart", "__init__"}),

@@ -49,6 +49,9 @@ class Output:
     directory: bool = False
     in_trace: bool = False
     measures: bool = False
+    # a directory output's (level it makes, file the "exists" case plants there, file the
+    # "file-link" case links there)
+    inner: tuple[str, str, str] = ("0_0", "trace.json", "meta.json")
 
     @property
     def id(self) -> str:
@@ -83,6 +86,8 @@ OUTPUTS = (
     Output(SYNTH, "--output", "out", directory=True),
     Output(("report", TRACE), "--output", "o.html"),
     Output(("export", TRACE, "--to", "echo"), "--output", "out", directory=True),
+    Output(("convert", TRACE), "--to", "store", directory=True,
+           inner=("events", "part-00000.parquet", "part-00000.parquet")),
 )
 
 # attack -> words its one-line error must hold
@@ -188,7 +193,8 @@ def stage(out: Output, case: str, world: Path, mounts: list[Path]) -> tuple[Path
     (world / "victim" / "keep.txt").write_text("KEEP\n")
     target = (trace if out.in_trace else world) / out.name
     force = [] if case == "exists" else ["--force"]
-    inner = target / "0_0" / "trace.json"  # a file a directory output writes
+    level, planted, linked = out.inner
+    inner = target / level / planted  # a file a directory output writes
     if case == "exists":
         if out.directory:
             inner.parent.mkdir(parents=True)
@@ -199,10 +205,10 @@ def stage(out: Output, case: str, world: Path, mounts: list[Path]) -> tuple[Path
         target.symlink_to(world / ("victim" if out.directory else "victim.json"))
     elif case == "dir-link":
         target.mkdir()
-        (target / "0_0").symlink_to("../victim")
+        (target / level).symlink_to("../victim")
     elif case == "file-link":
-        (target / "0_0").mkdir(parents=True)
-        (target / "0_0" / "meta.json").symlink_to("../../victim.json")
+        (target / level).mkdir(parents=True)
+        (target / level / linked).symlink_to("../../victim.json")
     elif case == "fifo":
         os.mkfifo(target)
     elif case == "no-parent":
@@ -286,12 +292,14 @@ def test_every_output_flag_is_swept() -> None:
     from echo_sim.cli import build_parser, load_commands
 
     writers = {"--output", "--csv", "--xlsx", "--plot"}
+    writers_of = {"convert": {"--to"}}  # a flag that writes only in these commands
     parser = build_parser(load_commands())
     swept = {(o.argv[0], o.flag) for o in OUTPUTS}
     for cmd in load_commands():
         sub = subparser(parser, cmd.name)
         assert sub is not None
-        flags = {s for a in sub._actions for s in a.option_strings} & writers
+        flags = ({s for a in sub._actions for s in a.option_strings}
+                 & (writers | writers_of.get(cmd.name, set())))
         assert {(cmd.name, f) for f in flags} <= swept, cmd.name
         if flags:
             assert "--force" in {s for a in sub._actions for s in a.option_strings}, cmd.name

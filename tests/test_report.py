@@ -128,3 +128,13 @@ def test_bad_input_is_one_line(capsys: Any, tmp_path: Path) -> None:
     assert not (tmp_path / "x.html").exists()
     code, _, err = run(capsys, "report", tmp_path / "nothing", "--output", tmp_path / "y.html")
     assert code != 0 and len(err.strip().splitlines()) == 1
+
+
+def test_columnar_store(capsys: Any, tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow")
+    code, _, err = run(capsys, "convert", DDP, "--to", tmp_path / "store")
+    assert code == 0, err
+    from_store = _report(capsys, tmp_path / "store", tmp_path / "s.html")["data"]
+    from_json = _report(capsys, DDP, tmp_path / "j.html")["data"]
+    assert from_store["iteration_us"] == from_json["iteration_us"]
+    assert from_store["categories"] == from_json["categories"]

@@ -28,10 +28,11 @@ from typing import Any
 
 import numpy as np
 
-from echo_sim.analysis.statistic import step_grid
+from echo_sim.analysis.statistic import StepGrid, step_grid
 from echo_sim.trace.model import Cat, Trace
 
-__all__ = ["Collected", "RankSummary", "StepSummary", "collect"]
+__all__ = ["Collected", "RankSummary", "StepSummary", "collect", "collect_cells",
+           "collected_from_cells"]
 
 
 @dataclass(frozen=True)
@@ -110,28 +111,42 @@ def _nanmedian(a: np.ndarray) -> float:
     return float(np.median(a)) if a.size else float("nan")
 
 
+def collect_cells(trace: Trace, grid: StepGrid) -> dict[str, np.ndarray]:
+    """Per cell of ``grid`` (flat, µs): ``iteration_us``, ``fwbw_us``, ``compute_us``,
+    ``comm_us``, ``overlapped_us``, ``exposed_us`` (module docstring); NaN iteration where a
+    rank has no events in a step."""
+    comm_cats = (int(Cat.COMM),)
+    compute_cats = (int(Cat.FW), int(Cat.BW), int(Cat.UPDATE))
+    comm = grid.covered(trace, comm_cats)
+    overlapped = np.clip(grid.overlap(trace, compute_cats, comm_cats), 0.0, comm)
+    return {
+        "iteration_us": grid.iteration_us,
+        "fwbw_us": grid.covered(trace, (int(Cat.FW), int(Cat.BW))),
+        "compute_us": grid.covered(trace, compute_cats), "comm_us": comm,
+        "overlapped_us": overlapped, "exposed_us": comm - overlapped,
+    }
+
+
 def collect(trace: Trace) -> Collected:
     """Iteration, compute and (exposed / overlapped) communication time per rank and step."""
     grid = step_grid(trace)
-    comm_cats = (int(Cat.COMM),)
-    compute_cats = (int(Cat.FW), int(Cat.BW), int(Cat.UPDATE))
-    iters = grid.iteration_us
-    fwbw = grid.covered(trace, (int(Cat.FW), int(Cat.BW)))
-    compute = grid.covered(trace, compute_cats)
-    comm = grid.covered(trace, comm_cats)
-    overlapped = np.clip(grid.overlap(trace, compute_cats, comm_cats), 0.0, comm)
-    exposed = comm - overlapped
+    return collected_from_cells(grid.ranks, grid.steps, collect_cells(trace, grid))
+
+
+def collected_from_cells(ranks: np.ndarray, steps: np.ndarray,
+                         flat: dict[str, np.ndarray]) -> Collected:
+    """:class:`Collected` from the per-cell figures of :func:`collect_cells` (cell
+    ``rank_index * len(steps) + step_index``); the out-of-core engine computes those one
+    rank group at a time and assembles them here."""
+    iters = flat["iteration_us"]
     missing = ~np.isfinite(iters)
-    cells = {
-        "iteration_us": iters, "fwbw_us": fwbw, "compute_us": compute, "comm_us": comm,
-        "overlapped_us": overlapped, "exposed_us": exposed,
-    }
-    cells = {k: grid.grid(np.where(missing, np.nan, v)) for k, v in cells.items()}
+    cells = {k: np.where(missing, np.nan, v).reshape(ranks.size, steps.size)
+             for k, v in flat.items()}
 
     g_iter = cells["iteration_us"]
     per_step: list[StepSummary] = []
-    slowest = np.full(grid.steps.size, np.nan)
-    for j, s in enumerate(grid.steps):
+    slowest = np.full(steps.size, np.nan)
+    for j, s in enumerate(steps):
         col = g_iter[:, j]
         ok = np.isfinite(col)
         if not ok.any():
@@ -139,7 +154,7 @@ def collect(trace: Trace) -> Collected:
         i = int(np.nanargmax(col))
         slowest[j] = col[i]
         per_step.append(StepSummary(step=int(s), iteration_us=float(col[i]),
-                                    slowest_rank=int(grid.ranks[i]),
+                                    slowest_rank=int(ranks[i]),
                                     fastest_us=float(col[ok].min()),
                                     mean_us=float(col[ok].mean()),
                                     median_us=float(np.median(col[ok]))))
@@ -153,7 +168,7 @@ def collect(trace: Trace) -> Collected:
             overlapped_mean_us=_nanmean(cells["overlapped_us"][i]),
             exposed_mean_us=_nanmean(cells["exposed_us"][i]),
         )
-        for i, r in enumerate(grid.ranks)
+        for i, r in enumerate(ranks)
     ]
     return Collected(
         iteration_time_us=_nanmedian(slowest),
@@ -166,6 +181,6 @@ def collect(trace: Trace) -> Collected:
         per_rank=per_rank,
         per_step=per_step,
         cells=cells,
-        ranks=[int(r) for r in grid.ranks],
-        steps=[int(s) for s in grid.steps],
+        ranks=[int(r) for r in ranks],
+        steps=[int(s) for s in steps],
     )

@@ -22,7 +22,17 @@ from echo_sim.errors import EchoError
 from echo_sim.trace.export import chrome_events, write_chrome
 from echo_sim.trace.model import COLLECTIVES, Cat, Trace
 
-__all__ = ["Combined", "combine", "default_output", "parse_filter", "select_rows"]
+__all__ = ["BYTES_PER_COUNTER", "BYTES_PER_SLICE", "PERFETTO_LIMIT_BYTES", "Combined",
+           "combine", "default_output", "estimate_bytes", "parse_filter", "perfetto_subset",
+           "select_rows", "take_ranks"]
+
+PERFETTO_LIMIT_BYTES = 500 * 10**6
+"""Perfetto's UI fails near 1 GB of JSON (its in-browser memory); ``combine`` keeps a rank /
+step subset by default when the file would pass this."""
+BYTES_PER_SLICE = 230
+"""JSON bytes of one ``X`` slice with its args (measured on echo traces: 180–260)."""
+BYTES_PER_COUNTER = 90
+"""JSON bytes of one counter sample."""
 
 
 @dataclass(frozen=True)
@@ -121,3 +131,50 @@ def combine(trace: Trace, output: str | Path, *, filter: list[str] | None = None
     return Combined(path=path, num_events=int(rows.size),
                     num_ranks=len(np.unique(trace.events.rank[rows])),
                     num_comm_kept=kept_comm, num_comm_dropped=int(is_comm.sum()) - kept_comm)
+
+
+def estimate_bytes(trace: Trace) -> int:
+    """Uncompressed JSON size of :func:`combine`'s file, estimated from the row counts."""
+    return len(trace.events) * BYTES_PER_SLICE + len(trace.counters) * BYTES_PER_COUNTER
+
+
+def take_ranks(trace: Trace, ranks: list[int]) -> Trace:
+    """The trace restricted to ``ranks`` (events, comm args, counters, rank infos, DAGs)."""
+    keep = np.isin(trace.events.rank, np.asarray(ranks, np.int64))
+    new_row = np.cumsum(keep) - 1
+    k = trace.counters
+    ck = np.isin(k.rank, np.asarray(ranks, np.int64))
+    wanted = set(ranks)
+    return replace(
+        trace, events=trace.events.take(keep),
+        comm_args={int(new_row[r]): a for r, a in trace.comm_args.items() if keep[r]},
+        counters=type(k)(k.rank[ck], k.ts_us[ck], k.series[ck], k.value[ck]),
+        ranks={r: i for r, i in trace.ranks.items() if r in wanted},
+        dags={r: trace.dags[r] for r in trace.dags if r in wanted})
+
+
+def perfetto_subset(trace: Trace, *, limit_bytes: int | None = None) -> tuple[Trace, str]:
+    """``(trace, "")`` when its combined JSON fits ``limit_bytes`` (:func:`estimate_bytes`);
+    else a subset that does, and a one-line note saying what was kept: the first captured
+    step, then as many of the lowest ranks as fit (``limit_bytes`` None:
+    :data:`PERFETTO_LIMIT_BYTES`)."""
+    if limit_bytes is None:
+        limit_bytes = PERFETTO_LIMIT_BYTES
+    size = estimate_bytes(trace)
+    if size <= limit_bytes:
+        return trace, ""
+    what = []
+    if len(trace.steps) > 1:
+        trace = replace(trace, comm_args=dict(trace.comm_args))
+        trace.keep_steps(trace.steps[:1])
+        what.append(f"step {trace.steps[0]}")
+    ranks = sorted(set(trace.ranks) | set(np.unique(trace.events.rank).tolist()))
+    if estimate_bytes(trace) > limit_bytes and len(ranks) > 1:
+        per_rank = estimate_bytes(trace) / len(ranks)
+        n = max(1, int(limit_bytes // per_rank))
+        trace = take_ranks(trace, ranks[:n])
+        what.append(f"ranks {ranks[0]}-{ranks[n - 1]} of {len(ranks)}")
+    return trace, (f"the whole trace would be ~{size / 1e6:,.0f} MB of JSON, past what "
+                   f"Perfetto opens (~{limit_bytes / 1e6:,.0f} MB): wrote "
+                   f"{' and '.join(what) or 'it anyway'} (--step / --ranks choose, --all "
+                   "writes everything)")

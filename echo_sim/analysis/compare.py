@@ -23,7 +23,8 @@ from echo_sim.analysis.statistic import step_grid
 from echo_sim.errors import EchoError
 from echo_sim.trace.model import CAT_NAMES, Trace
 
-__all__ = ["COMPARE_SORT_KEYS", "Comparison", "OpDiff", "compare", "subset_ranks", "write_xlsx"]
+__all__ = ["COMPARE_SORT_KEYS", "Comparison", "OpDiff", "Side", "compare",
+           "comparison_from_sides", "subset_ranks", "write_xlsx"]
 
 COMPARE_SORT_KEYS: tuple[str, ...] = ("diff", "ratio", "mean_a", "mean_b", "total_a",
                                       "total_b", "name")
@@ -119,11 +120,28 @@ def compare(a: Trace, b: Trace, *, ranks_a: Sequence[int] | None = None,
             ranks_b: Sequence[int] | None = None, sort: str = "diff",
             head: int | None = None, label_a: str = "A", label_b: str = "B") -> Comparison:
     """Operator-by-operator comparison of ``a`` (restricted to ``ranks_a``) and ``b``."""
-    key = _sort_key(sort)
+    _sort_key(sort)  # a bad key fails before the work
     if head is not None and head < 0:
         raise EchoError(f"--head must be >= 0, got {head}")
     ta, tb = subset_ranks(a, ranks_a), subset_ranks(b, ranks_b)
-    sa, sb = _side(ta), _side(tb)
+    return comparison_from_sides(_side(ta), _side(tb),
+                                 iteration_a_us=collect(ta).iteration_time_us,
+                                 iteration_b_us=collect(tb).iteration_time_us, sort=sort,
+                                 head=head, label_a=label_a, label_b=label_b)
+
+
+Side = dict[str, tuple[str, int, float]]
+"""name → (category, occurrences, total duration in µs) over one side's captured steps."""
+
+
+def comparison_from_sides(sa: Side, sb: Side, *, iteration_a_us: float, iteration_b_us: float,
+                          sort: str = "diff", head: int | None = None, label_a: str = "A",
+                          label_b: str = "B") -> Comparison:
+    """:class:`Comparison` from each side's per-operator counts and totals and iteration
+    time; the out-of-core engine computes those with DuckDB."""
+    key = _sort_key(sort)
+    if head is not None and head < 0:
+        raise EchoError(f"--head must be >= 0, got {head}")
     ops: list[OpDiff] = []
     for name in sorted(set(sa) | set(sb)):
         cat_a, na, tot_a = sa.get(name, ("", 0, 0.0))
@@ -139,9 +157,8 @@ def compare(a: Trace, b: Trace, *, ranks_a: Sequence[int] | None = None,
     num = len(ops)
     if head is not None:
         ops = ops[:head]
-    return Comparison(label_a=label_a, label_b=label_b,
-                      iteration_a_us=collect(ta).iteration_time_us,
-                      iteration_b_us=collect(tb).iteration_time_us, ops=ops, num_ops=num)
+    return Comparison(label_a=label_a, label_b=label_b, iteration_a_us=iteration_a_us,
+                      iteration_b_us=iteration_b_us, ops=ops, num_ops=num)
 
 
 XLSX_COLUMNS: tuple[tuple[str, str], ...] = (

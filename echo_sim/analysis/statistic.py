@@ -57,6 +57,7 @@ __all__ = [
     "overlap_us",
     "sort_ops",
     "statistic",
+    "statistics_from_cells",
     "step_grid",
     "time_partition",
 ]
@@ -459,12 +460,26 @@ def statistic(trace: Trace, *, sort: str = "total", head: int | None = None) -> 
     iters = grid.iteration_us
     valid = np.isfinite(iters)
     step_total = float(iters[valid].sum())
-    ops = sort_ops(_op_stats(trace, grid, step_total), sort)
+    return statistics_from_cells(_op_stats(trace, grid, step_total), ranks=grid.ranks,
+                                 steps=grid.steps, iters=iters,
+                                 per_cat=time_partition(trace, grid), sort=sort, head=head)
+
+
+def statistics_from_cells(ops: list[OpStat], *, ranks: np.ndarray, steps: np.ndarray,
+                          iters: np.ndarray, per_cat: dict[str, np.ndarray], sort: str = "total",
+                          head: int | None = None) -> Statistics:
+    """:class:`Statistics` from operator rows and per-cell figures (cell
+    ``rank_index * len(steps) + step_index``: iteration time, :func:`time_partition`'s
+    parts); the out-of-core engine computes those one rank group at a time."""
+    if head is not None and head < 0:
+        raise EchoError(f"--head must be >= 0, got {head}")
+    valid = np.isfinite(iters)
+    step_total = float(iters[valid].sum())
+    ops = sort_ops(ops, sort)
     num_ops = len(ops)
     if head is not None:
         ops = ops[:head]
 
-    per_cat = time_partition(trace, grid)
     n_valid = int(valid.sum())
     categories = [
         CategoryStat(
@@ -475,22 +490,25 @@ def statistic(trace: Trace, *, sort: str = "total", head: int | None = None) -> 
         for c, v in per_cat.items()
     ]
 
-    ranks: list[RankStat] = []
-    g_valid = grid.grid(valid)
-    g_iter = grid.grid(np.where(valid, iters, 0.0))
-    g_cat = {c: grid.grid(v) for c, v in per_cat.items()}
-    for i, r in enumerate(grid.ranks):
+    def grid(a: np.ndarray) -> np.ndarray:
+        return a.reshape(ranks.size, steps.size)
+
+    rank_stats: list[RankStat] = []
+    g_valid = grid(valid)
+    g_iter = grid(np.where(valid, iters, 0.0))
+    g_cat = {c: grid(v) for c, v in per_cat.items()}
+    for i, r in enumerate(ranks):
         k = int(g_valid[i].sum())
         def mean(a: np.ndarray, i: int = i, k: int = k) -> float:
             return float(a[i][g_valid[i]].sum() / k) if k else 0.0
         over, exp = mean(g_cat["Comm_overlapped"]), mean(g_cat["Comm_exposed"])
-        ranks.append(RankStat(
+        rank_stats.append(RankStat(
             rank=int(r), steps=k, step_us=mean(g_iter), fw_us=mean(g_cat["FW"]),
             bw_us=mean(g_cat["BW"]), update_us=mean(g_cat["UPDATE"]),
             other_us=mean(g_cat["other"]), comm_overlapped_us=over, comm_exposed_us=exp,
             idle_us=mean(g_cat["idle"]), comm_us=over + exp,
         ))
     return Statistics(
-        ops=ops, categories=categories, ranks=ranks, steps=[int(s) for s in grid.steps],
+        ops=ops, categories=categories, ranks=rank_stats, steps=[int(s) for s in steps],
         step_time_us=step_total, num_ops=num_ops,
     )

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from echo_sim.analysis.collect import collect
-from echo_sim.analysis.statistic import step_grid
+from echo_sim.analysis.statistic import StepGrid, step_grid
 from echo_sim.errors import EchoError
 from echo_sim.trace.model import COLLECTIVES, Cat, Trace
 
@@ -30,8 +30,11 @@ __all__ = [
     "DEFAULT_THRESHOLD_FRACTION",
     "CellLateness",
     "CollectiveSpread",
+    "Lateness",
     "RankLateness",
     "StragglerReport",
+    "lateness",
+    "report_from_cells",
     "stragglers",
 ]
 
@@ -107,6 +110,20 @@ class StragglerReport:
                 "collectives": [asdict(c) for c in self.collectives]}
 
 
+@dataclass(frozen=True)
+class Lateness:
+    """Collective entry lateness per cell of a step grid (flat, cell
+    ``rank_index * len(steps) + step_index``): collectives counted, largest and mean
+    lateness (µs); the matched collectives (largest spread first, at most the kept number)
+    and, per rank, how many it entered last."""
+
+    count: np.ndarray
+    max_late_us: np.ndarray
+    mean_late_us: np.ndarray
+    spreads: list[CollectiveSpread]
+    times_last: dict[int, int]
+
+
 def stragglers(trace: Trace, *, threshold_us: float | None = None,
                max_collectives: int | None = 100) -> StragglerReport:
     """Per-step, per-rank collective-entry lateness and compute excess, with stragglers flagged.
@@ -116,13 +133,17 @@ def stragglers(trace: Trace, *, threshold_us: float | None = None,
     if threshold_us is not None and not threshold_us >= 0:
         raise EchoError(f"--threshold-us must be >= 0, got {threshold_us}")
     grid = step_grid(trace)
-    ev = trace.events
     iteration = collect(trace).iteration_time_us
-    if threshold_us is None:
-        threshold_us = DEFAULT_THRESHOLD_FRACTION * iteration if iteration == iteration else 0.0
-    n = grid.n_cells
+    late = lateness(trace, grid, max_collectives=max_collectives)
+    compute = grid.covered(trace, (int(Cat.FW), int(Cat.BW), int(Cat.UPDATE)))
+    return report_from_cells(grid.ranks, grid.steps, iters=grid.iteration_us, compute=compute,
+                             late=late, iteration_us=iteration, threshold_us=threshold_us)
 
-    # --- collective entry lateness -------------------------------------------------------
+
+def lateness(trace: Trace, grid: StepGrid, *, max_collectives: int | None = 100) -> Lateness:
+    """:class:`Lateness` of the collectives of ``grid``'s cells (module docstring)."""
+    ev = trace.events
+    n = grid.n_cells
     sel = ((ev.cat[grid.rows] == Cat.COMM) & (ev.seq[grid.rows] >= 0)
            & (ev.group[grid.rows] >= 0) & ~np.isin(ev.coll[grid.rows], _P2P))
     rows, cell = grid.rows[sel], grid.group[sel]
@@ -161,11 +182,27 @@ def stragglers(trace: Trace, *, threshold_us: float | None = None,
                 group_ranks=list(trace.groups[int(ev.group[r0])]), seq=int(ev.seq[r0]),
                 members=int(members[t]), first_rank=int(rank_of[order][starts[t]]),
                 last_rank=int(rank_of[order][ends[t]]), spread_us=float(spread[t])))
+    return Lateness(cnt, max_late, mean_late, spreads, times_last)
+
+
+def report_from_cells(ranks: np.ndarray, steps: np.ndarray, *, iters: np.ndarray,
+                      compute: np.ndarray, late: Lateness, iteration_us: float,
+                      threshold_us: float | None = None) -> StragglerReport:
+    """:class:`StragglerReport` from per-cell figures (flat cells, as :class:`Lateness`):
+    iteration times, covered compute (µs), the lateness, and the job's iteration time
+    (:func:`~echo_sim.analysis.collect.collect`); the out-of-core engine computes those one
+    rank group at a time."""
+    if threshold_us is not None and not threshold_us >= 0:
+        raise EchoError(f"--threshold-us must be >= 0, got {threshold_us}")
+    iteration = iteration_us
+    if threshold_us is None:
+        threshold_us = DEFAULT_THRESHOLD_FRACTION * iteration if iteration == iteration else 0.0
+    cnt, max_late, mean_late = late.count, late.max_late_us, late.mean_late_us
+    times_last = late.times_last
 
     # --- compute excess ----------------------------------------------------------------
-    compute = grid.covered(trace, (int(Cat.FW), int(Cat.BW), int(Cat.UPDATE)))
-    valid = np.isfinite(grid.iteration_us)
-    g_compute = grid.grid(np.where(valid, compute, np.nan))
+    valid = np.isfinite(iters)
+    g_compute = np.where(valid, compute, np.nan).reshape(ranks.size, steps.size)
     with np.errstate(all="ignore"):
         median = np.array([np.median(col[np.isfinite(col)]) if np.isfinite(col).any()
                            else np.nan for col in g_compute.T])
@@ -173,23 +210,26 @@ def stragglers(trace: Trace, *, threshold_us: float | None = None,
 
     cells: list[CellLateness] = []
     for g in np.flatnonzero(valid).tolist():
-        i, j = divmod(g, grid.steps.size)
+        i, j = divmod(g, steps.size)
         late_hit = bool(max_late[g] > threshold_us)
         comp_hit = bool(excess[g] > threshold_us)
         reason = "+".join(w for w, hit in (("collective", late_hit), ("compute", comp_hit))
                           if hit)
         cells.append(CellLateness(
-            step=int(grid.steps[j]), rank=int(grid.ranks[i]), collectives=int(cnt[g]),
+            step=int(steps[j]), rank=int(ranks[i]), collectives=int(cnt[g]),
             max_late_us=float(max_late[g]), mean_late_us=float(mean_late[g]),
             compute_us=float(compute[g]), compute_excess_us=float(excess[g]),
             straggler=late_hit or comp_hit, reason=reason))
 
-    ranks: list[RankLateness] = []
-    for r in grid.ranks.tolist():
-        mine = [c for c in cells if c.rank == r]
+    by_rank: dict[int, list[CellLateness]] = {}
+    for c in cells:
+        by_rank.setdefault(c.rank, []).append(c)
+    out: list[RankLateness] = []
+    for r in ranks.tolist():
+        mine = by_rank.get(r, [])
         n_coll = sum(c.collectives for c in mine)
-        ranks.append(RankLateness(
-            rank=r, times_last=times_last[r],
+        out.append(RankLateness(
+            rank=r, times_last=times_last.get(r, 0),
             mean_late_us=(sum(c.mean_late_us * c.collectives for c in mine) / n_coll
                           if n_coll else 0.0),
             max_late_us=max((c.max_late_us for c in mine), default=0.0),
@@ -197,4 +237,4 @@ def stragglers(trace: Trace, *, threshold_us: float | None = None,
                                     if mine else 0.0),
             straggler_steps=sum(c.straggler for c in mine)))
     return StragglerReport(threshold_us=float(threshold_us), iteration_time_us=iteration,
-                           cells=cells, ranks=ranks, collectives=spreads)
+                           cells=cells, ranks=out, collectives=late.spreads)

@@ -24,6 +24,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "synth",
     "profile_comm",
     "export",
+    "convert",
 )
 
 __all__ = ["Arg", "COMMAND_MODULES", "Command", "Result", "arg"]

@@ -6,6 +6,7 @@ from typing import Any
 
 from echo_sim.analysis.collect import Collected, collect
 from echo_sim.analysis.tables import fmt_pct, fmt_us, format_table, write_csv
+from echo_sim.commands.engine_args import ENGINE_ARGS, engine_of, memory_workers
 from echo_sim.commands.outputs import check_output, output_file
 from echo_sim.commands.spec import Command, Result, arg
 
@@ -55,8 +56,12 @@ def run(opts: Any) -> Result:
 
     if opts.csv:
         check_output("--csv", opts.csv, force=opts.force)  # before the work
-    trace = load_trace(opts.paths[0])
-    c = collect(trace)
+    if engine_of(opts) == "duckdb":
+        from echo_sim.outofcore import collect_store
+
+        c = collect_store(opts.paths[0], workers=opts.workers)
+    else:
+        c = collect(load_trace(opts.paths[0], workers=memory_workers(opts.workers)))
     text = render(c, source=opts.paths[0])
     if opts.csv:
         names = list(c.cells)
@@ -79,6 +84,7 @@ COMMAND = Command(
         arg("--csv", metavar="FILE",
             help="also write one row per (rank, step) with every figure as CSV"),
         arg("--force", action="store_true", help="replace the --csv file if it exists"),
+        *ENGINE_ARGS,
     ),
     epilog="example: python -m echo_sim collect traces/ --json",
 )

@@ -5,7 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from echo_sim.analysis.combine import combine, default_output, parse_filter, select_rows
+import numpy as np
+
+from echo_sim.analysis.combine import (
+    combine,
+    default_output,
+    parse_filter,
+    perfetto_subset,
+    select_rows,
+    take_ranks,
+)
+from echo_sim.commands.checks import select_ranks, select_steps
 from echo_sim.commands.outputs import check_output, flag_errors
 from echo_sim.commands.spec import Command, Result, arg
 
@@ -23,6 +33,10 @@ rank r is process i*1000000 + r, named "<PATH>: rank r".
 --filter keeps only the named communication operations (compute and step slices are
 always kept): comma-separated event names (Comm.bucket0), names without the Comm. prefix,
 or collective types (all_reduce); shell globs work (Comm.layer*).
+
+A trace whose file would pass ~500 MB of JSON (Perfetto's UI fails near 1 GB) is cut to
+what opens, and the command says so: its first captured step, then as many of its lowest
+ranks as fit; --step and --ranks choose the subset, --all writes everything.
 
 The output defaults to combined.json inside the trace directory (beside a trace file;
 combined_N_runs.json beside the first of N runs); a name ending in .gz is gzipped. An
@@ -63,14 +77,27 @@ def run(opts: Any) -> Result:
     if many:
         return _several(opts, out)
     trace = load_trace(path)
+    steps = select_steps(opts.step, trace.steps)
+    ranks = select_ranks(opts.ranks, sorted(trace.ranks) or
+                         np.unique(trace.events.rank).tolist(), "--ranks")
+    if steps is not None:
+        trace.keep_steps(steps)
+    if ranks is not None:
+        trace = take_ranks(trace, ranks)
+    note = ""
+    if steps is None and ranks is None and not opts.all:
+        trace, note = perfetto_subset(trace)
     with flag_errors("--output", out):
         res = combine(trace, out, filter=parse_filter(opts.filter), overwrite=opts.force)
-    text = (f"wrote {res.path}: {res.num_events:,} slices from {res.num_ranks} rank(s)"
+    text = ((note + "\n" if note else "")
+            + f"wrote {res.path}: {res.num_events:,} slices from {res.num_ranks} rank(s)"
             + (f"; communication kept {res.num_comm_kept:,}, dropped {res.num_comm_dropped:,}"
                if opts.filter else "")
             + "\nopen it at https://ui.perfetto.dev")
     data = res.to_dict()
     data["source"] = path
+    if note:
+        data["subset"] = note
     return Result(text, data)
 
 
@@ -87,6 +114,11 @@ COMMAND = Command(
         arg("--output", "-o", metavar="FILE",
             help="output file (default: combined.json next to the input; .gz compresses)"),
         arg("--force", action="store_true", help="replace the output file if it exists"),
+        arg("--step", metavar="STEPS",
+            help="write only these captured steps, e.g. 3 or 2,4-6 (one run)"),
+        arg("--ranks", metavar="RANKS", help="write only these ranks, e.g. 0-7,64 (one run)"),
+        arg("--all", action="store_true",
+            help="write every rank and step even past what Perfetto opens (~500 MB)"),
     ),
     epilog="example: python -m echo_sim combine traces/ --filter all_reduce -o all.json.gz",
 )

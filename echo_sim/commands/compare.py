@@ -9,6 +9,7 @@ from echo_sim.analysis.compare import COMPARE_SORT_KEYS, Comparison, compare, wr
 from echo_sim.analysis.tables import fmt_us, format_table, write_csv
 from echo_sim.commands.checks import int_in, select_ranks
 from echo_sim.commands.checks import parse_ranks as check_ranks
+from echo_sim.commands.engine_args import ENGINE_ARGS, engine_of, memory_workers
 from echo_sim.commands.outputs import check_output, output_file
 from echo_sim.commands.spec import Command, Result, arg
 from echo_sim.errors import ConfigError
@@ -43,6 +44,25 @@ def parse_ranks(text: str | None, trace: Any, flag: str) -> list[int] | None:
     import numpy as np
 
     return select_ranks(text, np.unique(trace.events.rank).tolist(), flag)
+
+
+def _label(path: str, text: str | None, ranks: list[int] | None) -> str:
+    return path + (f" ranks {text}" if ranks is not None else "")
+
+
+def _engine(opts: Any) -> str:
+    """The engine for two paths: duckdb needs both to be stores (``auto`` falls back to
+    memory when one is not)."""
+    from echo_sim.store import is_store
+
+    engine = engine_of(opts)
+    if engine == "duckdb" and not all(is_store(p) for p in opts.paths):
+        if opts.engine == "auto" and opts.workers != "ray":
+            return "memory"
+        raise ConfigError("--engine duckdb compares two stores and "
+                          f"{next(p for p in opts.paths if not is_store(p))} is none: convert "
+                          "it first (python -m echo_sim convert PATH --to DIR)")
+    return engine
 
 
 def _ratio(x: float | None) -> str:
@@ -120,14 +140,23 @@ def run(opts: Any) -> Result:
             check_output(flag, out, force=opts.force)  # before the work
     for flag, text in (("--ranks-a", opts.ranks_a), ("--ranks-b", opts.ranks_b)):
         check_ranks(text, flag)  # before the work
-    ta = load_trace(pa)
-    tb = ta if pb == pa else load_trace(pb)
-    ra = parse_ranks(opts.ranks_a, ta, "--ranks-a")
-    rb = parse_ranks(opts.ranks_b, tb, "--ranks-b")
-    label_a = pa + (f" ranks {opts.ranks_a}" if ra is not None else "")
-    label_b = pb + (f" ranks {opts.ranks_b}" if rb is not None else "")
-    full = compare(ta, tb, ranks_a=ra, ranks_b=rb, sort=opts.sort,
-                   label_a=label_a, label_b=label_b)
+    if _engine(opts) == "duckdb":
+        from echo_sim.outofcore import compare_store
+        from echo_sim.store import read_store_info
+
+        ra = select_ranks(opts.ranks_a, read_store_info(pa).ranks, "--ranks-a")
+        rb = select_ranks(opts.ranks_b, read_store_info(pb).ranks, "--ranks-b")
+        full = compare_store(pa, pb, ranks_a=ra, ranks_b=rb, sort=opts.sort,
+                             label_a=_label(pa, opts.ranks_a, ra),
+                             label_b=_label(pb, opts.ranks_b, rb), workers=opts.workers)
+    else:
+        ta = load_trace(pa, workers=memory_workers(opts.workers))
+        tb = ta if pb == pa else load_trace(pb, workers=memory_workers(opts.workers))
+        ra = parse_ranks(opts.ranks_a, ta, "--ranks-a")
+        rb = parse_ranks(opts.ranks_b, tb, "--ranks-b")
+        full = compare(ta, tb, ranks_a=ra, ranks_b=rb, sort=opts.sort,
+                       label_a=_label(pa, opts.ranks_a, ra),
+                       label_b=_label(pb, opts.ranks_b, rb))
     notes: list[str] = []
     if opts.csv:
         with output_file("--csv", opts.csv, force=opts.force) as tmp:
@@ -166,6 +195,7 @@ COMMAND = Command(
         arg("--by-role", action="store_true",
             help="line ranks up by parallel role (dp/tp/pp coordinates), not rank number; "
                  "per role: iteration and operators of A and B (dPRO's 3dcompare)"),
+        *ENGINE_ARGS,
     ),
     epilog="example: python -m echo_sim compare run1/ run2/ --xlsx diff.xlsx",
 )

@@ -8,6 +8,7 @@ from typing import Any
 from echo_sim.analysis.statistic import SORT_KEYS, OpStat, Statistics, statistic
 from echo_sim.analysis.tables import fmt_pct, fmt_us, format_table, write_csv
 from echo_sim.commands.checks import int_in
+from echo_sim.commands.engine_args import ENGINE_ARGS, engine_of, memory_workers
 from echo_sim.commands.outputs import check_output, output_file
 from echo_sim.commands.spec import Command, Result, arg
 from echo_sim.errors import EchoError
@@ -92,8 +93,13 @@ def run(opts: Any) -> Result:
     for flag, out in (("--csv", opts.csv), ("--xlsx", xlsx), ("--plot", opts.plot)):
         if out:
             check_output(flag, out, force=opts.force)  # before the work
-    trace = load_trace(opts.paths[0])
-    stats = statistic(trace, sort=opts.sort)
+    if engine_of(opts) == "duckdb":
+        from echo_sim.outofcore import statistic_store
+
+        stats = statistic_store(opts.paths[0], sort=opts.sort, workers=opts.workers)
+    else:
+        stats = statistic(load_trace(opts.paths[0], workers=memory_workers(opts.workers)),
+                          sort=opts.sort)
     shown = None if opts.head == 0 else opts.head
     if opts.plot and Path(opts.plot).suffix.lower() not in PLOT_TYPES:
         raise EchoError(f"--plot {opts.plot}: unknown image type {Path(opts.plot).suffix!r}; "
@@ -144,6 +150,7 @@ COMMAND = Command(
                  "UPDATE, overlapped and exposed Comm, idle) as an image (.png, .svg, .pdf)"),
         arg("--force", action="store_true",
             help="replace output files (--csv, --xlsx, --plot) that exist"),
+        *ENGINE_ARGS,
     ),
     epilog="example: python -m echo_sim statistic traces/ --sort mean --head 10 --csv ops.csv",
 )

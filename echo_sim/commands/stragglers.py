@@ -7,6 +7,7 @@ from typing import Any
 from echo_sim.analysis.stragglers import StragglerReport, stragglers
 from echo_sim.analysis.tables import fmt_us, format_table
 from echo_sim.commands.checks import float_in, int_in
+from echo_sim.commands.engine_args import ENGINE_ARGS, engine_of, memory_workers
 from echo_sim.commands.spec import Command, Result, arg
 
 __all__ = ["COMMAND", "render"]
@@ -53,8 +54,14 @@ def render(rep: StragglerReport, *, head: int | None) -> str:
 def run(opts: Any) -> Result:
     from echo_sim.load import load_trace
 
-    trace = load_trace(opts.paths[0])
-    rep = stragglers(trace, threshold_us=opts.threshold_us)
+    if engine_of(opts) == "duckdb":
+        from echo_sim.outofcore import stragglers_store
+
+        rep = stragglers_store(opts.paths[0], threshold_us=opts.threshold_us,
+                               workers=opts.workers)
+    else:
+        rep = stragglers(load_trace(opts.paths[0], workers=memory_workers(opts.workers)),
+                         threshold_us=opts.threshold_us)
     head = None if opts.head == 0 else opts.head
     data = rep.to_dict()
     data["source"] = opts.paths[0]
@@ -72,6 +79,7 @@ COMMAND = Command(
                  "(default: 5%% of the iteration time)"),
         arg("--head", type=int_in(0, 2**31), default=20, metavar="N",
             help="rows per table (0: all); default 20"),
+        *ENGINE_ARGS,
     ),
     epilog="example: python -m echo_sim stragglers traces/ --threshold-us 500",
 )

@@ -4,7 +4,8 @@
 echo_trace rank directories, ByteProfile/dPRO directories, PyTorch profiler (Kineto) JSON
 files, a TrioSim trace.csv or an Aceso op database; one rank directory, a root of many, or a
 single file (a trace
-``echo_sim combine`` wrote is split back into its ranks). Bad input ends in one
+``echo_sim combine`` wrote is split back into its ranks), or a columnar store
+(:mod:`echo_sim.store`, written by ``echo_sim convert``). Bad input ends in one
 :class:`~echo_sim.errors.EchoError` whose one-line message names the file and the problem.
 
 Inputs are bounded (:mod:`echo_sim.load.files`: regular files only, size caps, gzip-bomb
@@ -16,7 +17,6 @@ tolerated (steps dropped from a crashed run) is listed in ``Trace.notes``.
 from __future__ import annotations
 
 import logging
-import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,8 @@ from echo_sim.load.echo import load_echo
 from echo_sim.load.files import read_regular_file
 from echo_sim.load.kineto import load_kineto
 from echo_sim.load.triosim import load_triosim
+from echo_sim.store.read import load_store
+from echo_sim.store.schema import is_store
 from echo_sim.trace.model import Trace
 from echo_sim.trace.validate import check_times, raise_fatal, validate
 
@@ -35,7 +37,7 @@ __all__ = ["FORMATS", "PROGRESS_MIN_FILES", "RankSource", "discover", "load_trac
            "read_regular_file"]
 
 PROGRESS_MIN_FILES = 8
-"""With ``progress=None``, a bar is shown for this many files or more (stderr a tty)."""
+"""With ``progress=None``, progress is reported for this many files or more."""
 
 _LOADERS = {"echo": load_echo, "byteprofile": load_byteprofile, "kineto": load_kineto,
             "triosim": load_triosim, "aceso": load_aceso}
@@ -44,15 +46,14 @@ _LOADERS = {"echo": load_echo, "byteprofile": load_byteprofile, "kineto": load_k
 def _progress_wrapper(
     progress: bool | None, n_files: int, what: str
 ) -> Callable[[Iterable[Any]], Iterable[Any]]:
-    show = progress if progress is not None else (
-        n_files >= PROGRESS_MIN_FILES and sys.stderr.isatty())
+    show = progress if progress is not None else n_files >= PROGRESS_MIN_FILES
     if not show:
         return iter
-    from tqdm import tqdm
+    from echo_sim.progress import progress_iter
 
     def wrap(items: Iterable[Any]) -> Iterable[Any]:
-        return tqdm(items, total=n_files, desc=f"loading {what}", unit="rank",
-                    file=sys.stderr, leave=False)
+        return progress_iter(items, n_files, f"loading {what}", unit="rank",
+                             enabled=True if progress else None)
 
     return wrap
 
@@ -61,8 +62,10 @@ def load_trace(path: str | Path, *, progress: bool | None = None,
                workers: int | None = None) -> Trace:
     """Load the trace at ``path`` (any format, any supported layout).
 
-    ``progress``: show a tqdm bar on stderr while reading rank files; ``None`` shows one
-    when stderr is a terminal and there are at least :data:`PROGRESS_MIN_FILES` files.
+    ``progress``: report progress on stderr while reading rank files
+    (:class:`echo_sim.progress.Progress`: a bar on a terminal, else a line every few
+    seconds; nothing for a read under a second); ``None`` reports when there are at least
+    :data:`PROGRESS_MIN_FILES` files, ``False`` never.
     ``workers``: processes that parse echo rank files in parallel; ``None`` picks one per
     core (up to 8) for traces over 64 MiB, else 1.
 
@@ -72,6 +75,11 @@ def load_trace(path: str | Path, *, progress: bool | None = None,
     complete on every rank). Ranks that stopped at different steps keep their common
     complete steps, with a warning in ``Trace.notes``.
     """
+    if is_store(path):  # the columnar store `convert` wrote: the same Trace, read fast
+        trace = load_store(path)
+        for note in trace.notes:
+            logging.getLogger("echo_sim").warning("%s", note)
+        return trace
     fmt, sources = discover(path)
     wrap = _progress_wrapper(progress, len(sources), fmt)
     if fmt == "echo":

@@ -219,11 +219,10 @@ def _worker(rank: int, nproc: int, store_path: str, backend: str, spec: ProfileS
     try:
         sync = torch.cuda.synchronize if backend == "nccl" else (lambda: None)
         bar = None
-        if rank == 0 and spec.progress:
-            from tqdm import tqdm
+        if rank == 0 and spec.progress:  # a bar on a terminal, else a line every 15 s
+            from echo_sim.progress import Progress
 
-            bar = tqdm(total=len(_plan(spec)) * spec.iters, file=sys.stderr,
-                       desc="profile-comm", unit="round")
+            bar = Progress(len(_plan(spec)) * spec.iters, "profile-comm", unit="round")
         results: list[dict[str, Any]] = []
         busy = _busy_setup(spec, rank, nproc, device) if spec.busy_us > 0 else None
         busy_times: list[float] = []
@@ -254,7 +253,6 @@ def _worker(rank: int, nproc: int, store_path: str, backend: str, spec: ProfileS
                     sync()
                     local[i].append((time.perf_counter() - t0) * 1e6 if run else 0.0)
                 if bar is not None:
-                    bar.set_postfix_str(f"{op}/{gsize}")
                     bar.update(1)
             times = torch.tensor(local, dtype=torch.float64, device=device)
             dist.all_reduce(times, op=dist.ReduceOp.MAX)  # a run ends with its slowest rank
