@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import sys
 from typing import Any
 
 from echo_sim.commands.checks import MAX_GLOBAL_BATCH, MAX_GPUS, int_in, parse_bytes_flag
@@ -172,7 +171,7 @@ def run(opts: Any) -> Result:
         workload = apply_tp_plan(workload, plan)
     res = search(workload, space, objective=opts.objective, top=opts.top,
                  workers=_workers(opts.workers),
-                 progress=bool(sys.stderr.isatty()) and not opts.json)
+                 progress=True)
     data = res.to_dict(top=opts.top)
     data["source"] = opts.paths[0]
     data["hardware"] = hw_note

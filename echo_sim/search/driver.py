@@ -213,7 +213,7 @@ def search(trace: Any, space: SearchSpace, *, objective: str = "time", top: int 
     :class:`~echo_sim.workload.ops.Workload`. ``objective``: ``time`` | ``throughput`` |
     ``cost`` (see :func:`~echo_sim.search.result.score`). ``top``: the branch and bound keeps
     the ``top`` best exact (the best is always exact). ``prune=False`` simulates every valid
-    layout (the exhaustive reference). ``progress``: True for a tqdm bar, or a callable
+    layout (the exhaustive reference). ``progress``: True for echo_sim.progress (a bar on a terminal, lines otherwise), or a callable
     ``(done, total)``. ``batch_traces``: traces of the same model at other micro-batch
     sizes, handed to simulate (its batch fit). Raises :class:`ConfigError` when no layout
     is valid or none can fit.
@@ -291,11 +291,10 @@ class _Bar:
 
 
 def _progress(progress: Callable[[int, int], None] | bool | None, total: int) -> _Bar:
-    if progress is True:
-        from tqdm import tqdm
+    if progress is True:  # a bar on a terminal, periodic lines otherwise (echo_sim.progress)
+        from echo_sim.progress import Progress
 
-        return _Bar(None, total, tqdm(total=total, unit="layout", desc="search",
-                                      leave=False))
+        return _Bar(None, total, Progress(total, "searching", unit="layout"))
     if callable(progress):
         return _Bar(progress, total)
     return _Bar(None, total)
