@@ -377,3 +377,23 @@ def test_compare_engines_agree(tmp_path: Path, capsys: Any) -> None:
         assert outs[1]["ops"] and outs[1]["iteration_a_us"] > 0
     code, _, err = run(capsys, "compare", a, DATA / "echo_2rank", "--engine", "duckdb")
     assert code == 2 and "convert" in err
+
+
+@pytest.mark.parametrize("step", [2, 3, 4])
+def test_critical_reads_one_step_of_a_store(tmp_path: Path, capsys: Any, step: int) -> None:
+    """critical on a store loads only the step whose path it draws (memory bounded by one
+    step of every rank), and finds the same path as on the whole trace."""
+    from tests.cli_util import run
+
+    convert(DATA / "echo_real_ddp", tmp_path / "s.store")
+    one = load_store(tmp_path / "s.store", steps=[step])
+    whole = load_trace(DATA / "echo_real_ddp")
+    assert one.steps == [step] and set(one.events.step.tolist()) == {step}
+    assert len(one.events) == int((whole.events.step == step).sum())
+    got = []
+    for path in (tmp_path / "s.store", DATA / "echo_real_ddp"):
+        code, out, err = run(capsys, "critical", path, "--step", step, "--json")
+        assert code == 0, err
+        got.append(json.loads(out))
+    assert got[0]["segments"] == got[1]["segments"]
+    assert got[0]["total_us"] == got[1]["total_us"]

@@ -28,14 +28,26 @@ slices marked (args.critical; red in chrome://tracing).
 """
 
 
+def _load(path: str, step: int | None) -> Any:
+    """The trace; of a columnar store only the step whose path is wanted (default the last
+    captured), so memory is bounded by one step of every rank whatever the store's size."""
+    from echo_sim.load import load_trace
+    from echo_sim.store import is_store, load_store, read_store_info
+
+    if is_store(path):
+        steps = read_store_info(path).steps
+        if steps:
+            return load_store(path, steps=[step if step is not None else max(steps)])
+    return load_trace(path)
+
+
 def run(opts: Any) -> Result:
     from echo_sim.analysis.critical import critical_path, perfetto_events
-    from echo_sim.load import load_trace
     from echo_sim.trace.export import chrome_events, write_chrome
 
     if opts.output:
         check_output("--output", opts.output, force=opts.force)  # before the work
-    trace = load_trace(opts.paths[0])
+    trace = _load(opts.paths[0], opts.step)
     cp = critical_path(trace, step=opts.step, scale=opts.scale or ())
     data = cp.to_dict()
     data["source"] = opts.paths[0]

@@ -140,9 +140,19 @@ class StoreDags(Mapping[int, Any]):
         return rank in self._files
 
 
-def load_store(path: str | Path) -> Trace:
-    """The whole store as one in-memory :class:`Trace` (see the module docstring)."""
+def load_store(path: str | Path, *, steps: Sequence[int] | None = None) -> Trace:
+    """The whole store as one in-memory :class:`Trace` (see the module docstring).
+
+    ``steps``: keep only these captured steps' events (and counters inside them), read one
+    part at a time, so memory is bounded by those steps of every rank plus one part: what
+    ``critical`` needs of a store of any size (its path is one step)."""
     info = read_store_info(path)
+    if steps is not None:
+        unknown = sorted(set(steps) - set(info.steps))
+        if unknown:
+            raise TraceFormatError(f"store {path} captured steps {list(info.steps)}, not "
+                                   f"{unknown}")
+    wanted = None if steps is None else np.asarray(sorted(set(steps)), np.int64)
     parts = sorted(info.parts, key=lambda p: min(p.ranks, default=-1))
     ev_parts: list[Events] = []
     comm_args: dict[int, dict[str, Any]] = {}
@@ -151,13 +161,31 @@ def load_store(path: str | Path) -> Trace:
     offset = 0
     for p in parts:
         cols = _events(info, p.events, None)
-        ev_parts.append(Events(**{c: cols[c] for c in EVENT_COLUMNS}))
+        ev = Events(**{c: cols[c] for c in EVENT_COLUMNS})
+        new_row: np.ndarray | None = None
+        keep = np.ones(len(ev), dtype=bool)
+        bounds: tuple[float, float] | None = None
+        if wanted is not None:  # keep the wanted steps' rows; comm args follow their rows
+            keep = np.isin(ev.step, wanted)
+            new_row = np.cumsum(keep) - 1
+            if keep.any():
+                bounds = (float(ev.ts_us[keep].min()), float(ev.end_us[keep].max()))
+            ev = ev.take(np.flatnonzero(keep))
+        ev_parts.append(ev)
         a = _table(info, p.comm_args)
         for row, args in zip(a.column("row").to_pylist(), a.column("args").to_pylist(),
                              strict=True):
-            comm_args[offset + int(row)] = orjson.loads(args)
-        offset += p.rows
-        k_parts.append(_events(info, p.counters, None))
+            if new_row is None:
+                comm_args[offset + int(row)] = orjson.loads(args)
+            elif keep[int(row)]:
+                comm_args[offset + int(new_row[int(row)])] = orjson.loads(args)
+        offset += len(ev)
+        k = _events(info, p.counters, None)
+        if wanted is not None:
+            inside = (np.zeros(k["ts_us"].shape, bool) if bounds is None else
+                      (k["ts_us"] >= bounds[0]) & (k["ts_us"] <= bounds[1]))
+            k = {c: v[inside] for c, v in k.items()}
+        k_parts.append(k)
         d = _table(info, p.dags, ["rank"])
         for r in np.unique(d.column("rank").to_numpy()).tolist():
             dag_files[int(r)] = p.dags
@@ -181,6 +209,8 @@ def load_store(path: str | Path) -> Trace:
         counters=counters, counter_names=list(info.counter_names),
         dags=StoreDags(info, dag_files), comm_args=comm_args,
         source_format=info.source_format, source=str(path), notes=list(info.notes))
-    if info.drop_other_steps:
+    if wanted is not None:
+        trace.keep_steps([int(x) for x in wanted])
+    elif info.drop_other_steps:
         trace.keep_steps(info.steps)
     return trace
