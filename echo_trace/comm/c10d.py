@@ -44,6 +44,11 @@ def _one(name: str) -> Describe:
     return lambda g, n: (tensor_nbytes(g(name, None)), g(name, None))
 
 
+def _gathered(out: str, inp: str) -> Describe:
+    """Bytes of the gathered ``out`` tensor (whole buffer), the local ``inp`` tensor."""
+    return lambda g, n: (tensor_nbytes(g(out, None)), g(inp, None))
+
+
 def _times_group(name: str) -> Describe:
     return lambda g, n: (tensor_nbytes(g(name, None)) * n, g(name, None))
 
@@ -54,14 +59,8 @@ COLLECTIVE_SPECS: dict[str, tuple[str, Describe]] = {
         "all_gather",
         lambda g, n: (_sum_bytes(g("tensor_list", None)), g("tensor", None)),
     ),
-    "all_gather_single": (
-        "all_gather",
-        lambda g, n: (tensor_nbytes(g("output_tensor", None)), g("input_tensor", None)),
-    ),
-    "all_gather_into_tensor": (
-        "all_gather",
-        lambda g, n: (tensor_nbytes(g("output_tensor", None)), g("input_tensor", None)),
-    ),
+    "all_gather_single": ("all_gather", _gathered("output_tensor", "input_tensor")),
+    "all_gather_into_tensor": ("all_gather", _gathered("output_tensor", "input_tensor")),
     "reduce_scatter": (
         "reduce_scatter",
         lambda g, n: (_sum_bytes(g("input_list", None)), g("output", None)),
