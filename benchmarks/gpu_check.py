@@ -1,7 +1,7 @@
 """The prepared GPU check: one command on a lent GPU, one directory of figures and recordings.
 
     python -m benchmarks.gpu_check OUT [--quick] [--archive FILE.tar.gz] [--force]
-        [--stages runs,benchmark,pytest] [--budget-s 290] [--device cuda|cpu] [--commit SHA]
+        [--stages runs,benchmark,pytest] [--budget-s 420] [--device cuda|cpu] [--commit SHA]
 
 Stages, in this order (each sub-step has its own timeout and every one is bounded by what is
 left of ``--budget-s``; a failure is recorded and the next one runs):
@@ -71,6 +71,7 @@ __all__ = ["STAGES", "CheckConfig", "RunSpec", "main", "parse_args", "run_specs"
 
 STAGES = ("runs", "benchmark", "pytest")
 MIN_STAGE_S = 10.0  # a sub-step is not started with less budget than this left
+PYTEST_RESERVE_S = 80.0  # the budget the benchmark leaves to pytest -m gpu (60 s on an H100)
 _GPT12 = ("--layers", "12", "--hidden", "768", "--heads", "12", "--seq", "512", "--vocab",
           "8192", "--micro-batch", "8", "--steps", "10")
 _GPT_TINY = ("--layers", "2", "--hidden", "64", "--heads", "2", "--seq", "32", "--vocab", "256",
@@ -86,7 +87,7 @@ class CheckConfig:
     quick: bool = False
     archive: str | None = None
     force: bool = False
-    budget_s: float = 290.0
+    budget_s: float = 420.0
     stages: tuple[str, ...] = STAGES
     commit: str | None = None
 
@@ -163,11 +164,11 @@ def parse_args(argv: Sequence[str] | None = None) -> CheckConfig:
     ap.add_argument("--stages", default=",".join(STAGES),
                     help=f"comma-separated, from {', '.join(STAGES)} (default all)")
     ap.add_argument("--budget-s", type=float, default=None,
-                    help="wall-clock bound of the whole check (default 290; cpu 150)")
+                    help="wall-clock bound of the whole check (default 420; cpu 150)")
     ap.add_argument("--commit", default=None,
                     help="the commit to record where OUT's checkout has no .git")
     a = ap.parse_args(argv)
-    budget = a.budget_s if a.budget_s is not None else (150.0 if a.device == "cpu" else 290.0)
+    budget = a.budget_s if a.budget_s is not None else (150.0 if a.device == "cpu" else 420.0)
     try:
         return CheckConfig(out=a.out, device=a.device, quick=a.quick, archive=a.archive,
                            force=a.force, budget_s=budget,
@@ -352,7 +353,12 @@ def _stage_benchmark(ck: _Check) -> None:
     out = ck.out / "benchmark_gpu.json"
     cmd = [sys.executable, "-m", "benchmarks.gpu", *_bench_args(ck.cfg.device, ck.cfg.quick),
            "--out", str(out)]
-    timeout = 120.0 if ck.cfg.device == "cpu" else (90.0 if ck.cfg.quick else 170.0)
+    if ck.cfg.device == "cpu":
+        timeout = 120.0
+    else:  # what the budget leaves once pytest's share is kept (on an H100 the four models
+        # took over 170 s: a fixed bound cut the Llama off, 2026-11-26)
+        keep = PYTEST_RESERVE_S if "pytest" in ck.cfg.stages else 0.0
+        timeout = max(90.0, ck.left_s() - keep)
     ck.step("benchmark", cmd, env=child_env(ck.cfg.device), log=ck.out / "logs" /
             "benchmark_gpu.log", timeout_s=timeout)
     try:  # the benchmark rewrites its JSON after every model: keep what a cut-off run left

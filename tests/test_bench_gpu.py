@@ -69,7 +69,7 @@ def test_child_and_check_arguments() -> None:
             gpu_child.parse_args(bad)
     cfg = gpu_check.parse_args(["out", "--device", "cpu", "--stages", "runs"])
     assert cfg.stages == ("runs",) and cfg.budget_s == 150.0 and not cfg.quick
-    assert gpu_check.parse_args(["out"]).budget_s == 290.0
+    assert gpu_check.parse_args(["out"]).budget_s == 420.0
     with pytest.raises(ValueError, match="must lie outside OUT"):
         gpu_check.CheckConfig(out="o", archive="o/x.tar.gz")
     with pytest.raises(ValueError, match="choose from runs, benchmark, pytest"):

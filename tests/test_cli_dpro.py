@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import json
 
-import openpyxl
 import pytest
 
 from echo_sim.commands.dpro import translate_dpro_argv
 from tests.cli_util import run, write_two_rank_trace
+
+openpyxl = pytest.importorskip("openpyxl")
 
 
 @pytest.fixture
