@@ -193,11 +193,25 @@ def _network(opts: Any) -> Any:
                        mesh_rows=opts.num_rows, mesh_cols=opts.num_cols, gpu_mesh=optical)
 
 
-def sim_config(opts: Any) -> Any:
+def layout_flags_given(opts: Any) -> bool:
+    """Any flag that names a layout (else simulate predicts the traced one)."""
+    return any(getattr(opts, f, None) is not None for f in ("dp", "tp", "pp", "zero_stage",
+                                                             "stage_tp")) or bool(opts.fsdp)
+
+
+def sim_config(opts: Any, traced: Any = None) -> Any:
     """The :class:`~echo_sim.sim.simulate.SimConfig` parsed simulate options describe (also
-    what ``report --simulate`` predicts with)."""
+    what ``report --simulate`` predicts with). ``traced``: the trace's
+    :class:`~echo_sim.workload.traced_layout.TracedLayout`, the layout when no flag names
+    one."""
+    import copy
+
     from echo_sim.sim.simulate import SimConfig
 
+    opts = copy.copy(opts)
+    if traced is not None and not layout_flags_given(opts):
+        opts.dp, opts.tp, opts.pp, opts.fsdp = traced.dp, traced.tp, traced.pp, traced.fsdp
+    opts.dp, opts.tp, opts.pp = opts.dp or 1, opts.tp or 1, opts.pp or 1
     memory_limit = _check_bounds(opts)
     stage_tp, stage_rc = _stage_flags(opts)
     return SimConfig(
@@ -282,13 +296,19 @@ def simulate_argv(config: Any) -> list[str]:
 def run(opts: Any) -> Result:
     from echo_sim.load import load_trace
     from echo_sim.sim.simulate import simulate
+    from echo_sim.workload.traced_layout import traced_layout
 
-    config = sim_config(opts)
+    sim_config(opts)  # the flags' own errors before any work
     if opts.output:
         check_output_dir("--output", opts.output)  # before the work
     trace = load_trace(opts.paths[0])
+    traced = traced_layout(trace)
+    config = sim_config(opts, traced)
     extra = tuple(load_trace(p) for p in opts.batch_trace or ())
     res = simulate(trace, config, batch_traces=extra, keep=bool(opts.output))
+    if traced.parallel and not layout_flags_given(opts):
+        res.models.insert(0, f"layout: the traced one, {traced.describe()}, read from the "
+                             "trace's process groups and stages (--dp/--tp/--pp name another)")
     data = res.to_dict()
     data["source"] = opts.paths[0]
     text = render(res)
@@ -334,10 +354,13 @@ COMMAND = Command(
                  "mesh_dims": "--num-rows x --num-cols", "gpu_mesh": "--interconnects optical",
                  "stage_tp": "--stage-tp", "stage_recompute": "--stage-recompute"},
     args=(
-        arg("--dp", type=int_in(1, MAX_GPUS), default=1, help="data-parallel degree (default 1)"),
-        arg("--tp", type=int_in(1, MAX_GPUS), default=1,
-            help="tensor-parallel degree (default 1)"),
-        arg("--pp", type=int_in(1, MAX_GPUS), default=1, help="pipeline stages (default 1)"),
+        arg("--dp", type=int_in(1, MAX_GPUS), default=None,
+            help="data-parallel degree (default 1; with none of --dp/--tp/--pp/--fsdp/"
+                 "--zero-stage/--stage-tp: the layout the trace was taken at)"),
+        arg("--tp", type=int_in(1, MAX_GPUS), default=None,
+            help="tensor-parallel degree (default 1, or the traced one as for --dp)"),
+        arg("--pp", type=int_in(1, MAX_GPUS), default=None,
+            help="pipeline stages (default 1, or the traced one as for --dp)"),
         arg("--micro-batch", "--batch-size-sim", "-batch-size-sim", type=int_in(1, 2**20),
             default=None, help="samples per micro-batch per GPU (TrioSim: -batch-size-sim) "
                                "(default: the traced one)"),

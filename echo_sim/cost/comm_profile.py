@@ -8,7 +8,8 @@
      "created": "2025-01-01T00:00:00+00:00",
      "ops": [{"op": "all_reduce", "group_size": 2,
               "sizes_bytes": [1024, ...], "times_us": [35.1, ...],
-              "alpha_us": 30.2, "beta_us_per_byte": 0.0004}, ...],
+              "alpha_us": 30.2, "beta_us_per_byte": 0.0004,
+              "stderr_pct": [2.1, ...]}, ...],
      "cpu_count": 2, "threads_per_rank": 1, "load_avg": 0.3,
      "calibration": {"contention_alone_us": [5012.3, ...], ...}}
 
@@ -17,7 +18,9 @@ CPU use right before the measurement, :func:`echo_sim.measure.profile_comm.other
 older profiles: the 1-minute load average) describe the host the profile was measured on
 (0: unknown); ``calibration`` holds raw samples of the host microbenchmarks
 (:mod:`echo_sim.measure.host_overheads`) that :mod:`echo_sim.cost.cpu_overheads` reads.
-Both are optional (older profiles have neither).
+Both are optional (older profiles have neither), as is ``stderr_pct`` (each size's standard
+error of its time, % of it: :func:`trimmed_stderr_pct`; a profile whose median is above
+:data:`MAX_STDERR_PCT` does not price collectives, :meth:`CommProfile.untrusted`).
 
 Sizes follow the nccl-tests convention (whole buffer; docs/trace-format.md); ``send`` is a
 one-way point-to-point message (half a ping-pong). Times are medians over ``iters`` runs of
@@ -49,8 +52,10 @@ __all__ = [
     "CommProfile",
     "fit_alpha_beta",
     "load_comm_profile",
+    "MAX_STDERR_PCT",
     "save_comm_profile",
     "trimmed_mean",
+    "trimmed_stderr_pct",
 ]
 
 PROFILE_FORMAT = "echo-comm-profile/1"
@@ -67,6 +72,24 @@ def trimmed_mean(xs: Sequence[float], cut: float = 0.1) -> float:
     k = int(cut * len(v))
     v = v[k:len(v) - k] or v
     return sum(v) / len(v)
+
+
+def trimmed_stderr_pct(xs: Sequence[float], cut: float = 0.1) -> float:
+    """Standard error of :func:`trimmed_mean` as a percentage of it: 100 · s / √k / mean
+    over the ``k`` values kept (s their sample standard deviation; 0 for fewer than 2)."""
+    v = sorted(float(x) for x in xs)
+    k = int(cut * len(v))
+    v = v[k:len(v) - k] or v
+    if len(v) < 2:
+        return 0.0
+    m = sum(v) / len(v)
+    return 100.0 * float(np.std(v, ddof=1)) / math.sqrt(len(v)) / m if m > 0 else 0.0
+
+
+MAX_STDERR_PCT = 20.0
+"""A profile whose collective times have a median standard error above this (percent of the
+time) is not used to price collectives: the host was too noisy to measure them
+(:meth:`CommProfile.untrusted`)."""
 
 
 def fit_alpha_beta(points: Sequence[tuple[float, float]]) -> tuple[float, float]:
@@ -122,6 +145,21 @@ class CommProfile:
     threads_per_rank: int = 0
     load_avg: float = 0.0
     calibration: dict[str, list[float]] = field(default_factory=dict)
+    # per (op, group_size): the standard error of each size's time, % (empty: not recorded)
+    stderr_pct: dict[Key, list[float]] = field(default_factory=dict)
+
+    def untrusted(self, max_pct: float = MAX_STDERR_PCT) -> str | None:
+        """Why the measured times cannot be trusted (None: they can, or the profile records
+        no spread): their median standard error is above ``max_pct`` percent."""
+        errs = [e for v in self.stderr_pct.values() for e in v]
+        if not errs:
+            return None
+        med = float(np.median(errs))
+        if med <= max_pct:
+            return None
+        return (f"its collective times vary too much to use: median standard error "
+                f"{med:.0f} % of the time over {len(errs)} sizes (at most {max_pct:.0f} %); "
+                f"measure again on a quieter host or with more --iters")
 
     def __post_init__(self) -> None:
         for key, pts in self.samples.items():
@@ -171,7 +209,9 @@ class CommProfile:
                  "sizes_bytes": [s for s, _ in self.samples[(op, n)]],
                  "times_us": [round(t, 3) for _, t in self.samples[(op, n)]],
                  "alpha_us": self.fits[(op, n)][0],
-                 "beta_us_per_byte": self.fits[(op, n)][1]}
+                 "beta_us_per_byte": self.fits[(op, n)][1],
+                 **({"stderr_pct": [round(x, 2) for x in self.stderr_pct[(op, n)]]}
+                    if (op, n) in self.stderr_pct else {})}
                 for op, n in self.ops
             ],
         }
@@ -213,6 +253,7 @@ def load_comm_profile(path: str | os.PathLike[str]) -> CommProfile:
     where = str(p)
     samples: dict[Key, list[tuple[int, float]]] = {}
     fits: dict[Key, tuple[float, float]] = {}
+    stderr: dict[Key, list[float]] = {}
     for i, entry in enumerate(_need(raw, "ops", list, where)):
         w = f"{p}: ops[{i}]"
         if not isinstance(entry, dict):
@@ -231,6 +272,13 @@ def load_comm_profile(path: str | os.PathLike[str]) -> CommProfile:
             raise ProfileError(f"{w}: sizes_bytes must be positive integers and times_us "
                                f"positive numbers")
         samples[(op, n)] = list(zip(sizes, (float(t) for t in times), strict=True))
+        if "stderr_pct" in entry:
+            errs = _need(entry, "stderr_pct", list, w)
+            if len(errs) != len(sizes) or not all(
+                    isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+                    and x >= 0 for x in errs):
+                raise ProfileError(f"{w}: stderr_pct must hold one number >= 0 per size")
+            stderr[(op, n)] = [float(x) for x in errs]
         if "alpha_us" in entry and "beta_us_per_byte" in entry:
             a = _need(entry, "alpha_us", (int, float), w)
             b = _need(entry, "beta_us_per_byte", (int, float), w)
@@ -256,6 +304,7 @@ def load_comm_profile(path: str | os.PathLike[str]) -> CommProfile:
             raw, "threads_per_rank", where),
         load_avg=_load(raw, where),
         calibration={str(k): [float(x) for x in v] for k, v in calibration.items()},
+        stderr_pct=stderr,
     )
 
 

@@ -14,7 +14,8 @@ times, for every message size:
 Method (as nccl-tests and the OSU micro-benchmarks do): ``warmup`` untimed runs, then
 ``iters`` timed runs each preceded by a barrier; a run's time is the slowest rank's
 (all-reduce MAX of the per-rank times); the profile keeps their mean with the fastest and
-slowest 10 % left out (:func:`trimmed_mean`). The mean, as nccl-tests reports, because a
+slowest 10 % left out (:func:`trimmed_mean`; its standard error is kept beside it, ``stderr_pct``). The mean,
+as nccl-tests reports, because a
 step pays the expected cost of its many collectives: on a virtual machine a collective's
 time is bimodal (a third of the runs wait milliseconds for a halted vCPU to wake; their
 median hides that), and trimming drops rare hiccups. The timed runs go
@@ -52,7 +53,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from echo_sim.cost.comm_profile import CommProfile, trimmed_mean
+from echo_sim.cost.comm_profile import CommProfile, trimmed_mean, trimmed_stderr_pct
 from echo_sim.errors import ConfigError, ProfileError
 
 __all__ = [
@@ -256,10 +257,12 @@ def _worker(rank: int, nproc: int, store_path: str, backend: str, spec: ProfileS
                     bar.update(1)
             times = torch.tensor(local, dtype=torch.float64, device=device)
             dist.all_reduce(times, op=dist.ReduceOp.MAX)  # a run ends with its slowest rank
-            means = [trimmed_mean(row) for row in times.cpu().tolist()]
+            rows = times.cpu().tolist()
+            means = [trimmed_mean(row) for row in rows]
             results.append({"op": op, "group_size": gsize,
                             "sizes_bytes": [n * 4 for n in numels],
-                            "times_us": [m / 2 if op == "send" else m for m in means]})
+                            "times_us": [m / 2 if op == "send" else m for m in means],
+                            "stderr_pct": [round(trimmed_stderr_pct(row), 2) for row in rows]})
         if bar is not None:
             bar.close()
         if busy is not None:
@@ -459,12 +462,15 @@ def measure_comm_profile(spec: ProfileSpec | None = None) -> CommProfile:
         (r["op"], int(r["group_size"])): list(zip(r["sizes_bytes"], r["times_us"], strict=True))
         for r in raw["ops"]
     }
+    stderr = {(r["op"], int(r["group_size"])): [float(x) for x in r["stderr_pct"]]
+              for r in raw["ops"] if "stderr_pct" in r}
     return CommProfile(
         cpu_count=int(raw.get("cpu_count", 0)), threads_per_rank=int(raw.get("threads_per_rank", 0)),
         load_avg=round(load_avg, 2),
         calibration={k: [float(x) for x in v] for k, v in (raw.get("calibration") or {}).items()},
         backend=raw["backend"], device=raw["device"], host=socket.gethostname(),
         world_size=spec.nproc, samples=samples, nodes=1, device_name=raw["device_name"],
+        stderr_pct=stderr,
         torch_version=raw["torch_version"], iters=spec.iters,
         created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
     )

@@ -51,6 +51,7 @@ __all__ = [
     "build_deps",
     "global_graph",
     "issue_predecessor",
+    "match_instances",
     "rank_dag",
     "select_steps",
     "time_tolerance_us",
@@ -357,6 +358,14 @@ def _apply_dags(trace: Trace, sel: list[int], compute: np.ndarray, comm: np.ndar
 
 
 # --------------------------------------------------------------------------- matching
+def match_instances(trace: Trace, comm: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(instance of each row of ``comm``, instance is p2p, instance has every member) for
+    the ``Comm`` rows ``comm``: collectives matched across ranks by (group, seq), send/recv
+    by (src, dst, seq) (see the module doc)."""
+    inst, p2p, complete, _ = _match(trace, comm)
+    return inst, p2p, complete
+
+
 def _match(trace: Trace, comm: np.ndarray,
            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[dict[str, Any]]]:
     """Group Comm rows into instances: collectives by (group, seq), p2p by (src, dst, seq).

@@ -249,9 +249,14 @@ def make_plan(workload: Workload, layout: Layout, base_time_us: np.ndarray, *,
     # degrees balance each unit's time at the degree of the stage it would land on
     fw_of = {o.module: o for o in fw_all}
     t = by_tp[tps[0]]
-    stage_of_unit = unit_stages(fw_all, bw_all, t, nvs, how=stage_split,
-                                stage_time_us=[by_tp[x] for x in tps]
-                                if len(by_tp) > 1 else None)
+    if workload.traced_stages and len(workload.traced_stages) == nvs:
+        # a pipeline trace simulated at its own number of stages: cut where the job cut
+        stage_of_unit = {o.unit: nvs - 1 for o in fw_all}
+        stage_of_unit.update({u: s for s, us in enumerate(workload.traced_stages) for u in us})
+    else:
+        stage_of_unit = unit_stages(fw_all, bw_all, t, nvs, how=stage_split,
+                                    stage_time_us=[by_tp[x] for x in tps]
+                                    if len(by_tp) > 1 else None)
 
     def vs_of(o: Op) -> int:
         f = fw_of.get(o.module) if o.phase == "B" else o

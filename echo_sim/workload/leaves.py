@@ -4,7 +4,10 @@
 its medians over. Per step (bounds: the STEP marker, else the span of the step's events)::
 
     leaves  = FW / BW / UPDATE events with no other compute event nested inside them
-    dur_us  = end - ts
+    dur_us  = end - ts, minus the part of it covered by the union of the step's Comm
+              slices the op waited for inside its own event (synchronous ones, and
+              asynchronous ones wholly inside it other than DDP's buckets: see
+              ``_called_in_ops``); the simulator models those itself
     gap_us  = next leaf's ts - end (>= 0), minus the part of it covered by the union of the
               step's Comm slices; 0 for the step's last leaf
     pre_us  = first leaf's ts - step start (>= 0);  post_us = step end - last leaf's end (>= 0)
@@ -119,6 +122,36 @@ def _covered_us(lo: np.ndarray, hi: np.ndarray, qk: np.ndarray, a: np.ndarray,
     return upto(hi) - upto(lo)
 
 
+def _called_in_ops(trace: Trace, crows: np.ndarray, cks: np.ndarray, lk: np.ndarray,
+                   lts: np.ndarray, lend: np.ndarray) -> np.ndarray:
+    """Which Comm rows ``crows`` (step groups ``cks``) an op waited for inside its own
+    event: synchronous ones (``async: false``: FSDP2's post-backward reduce-scatter and the
+    next unit's all-gather run in a leaf's backward hooks on gloo), and asynchronous ones
+    other than DDP's reducer that start and end inside one leaf (DTensor's input-gradient
+    all-reduce, issued and waited in the column-parallel op's backward). Their time is
+    communication, which the simulator models itself, not the op's compute. DDP's buckets
+    run on the backend's own thread beside the backward: not these."""
+    out = np.zeros(crows.size, dtype=bool)
+    if crows.size == 0:
+        return out
+    args = [trace.comm_args.get(int(r), {}) for r in crows.tolist()]
+    out[:] = [x.get("async") is False for x in args]
+    cand = np.asarray([x.get("async") is True and x.get("path") != "ddp" for x in args],
+                      dtype=bool)
+    if not cand.any() or lk.size == 0:
+        return out
+    ev = trace.events
+    ca, cb = ev.ts_us[crows], ev.ts_us[crows] + ev.dur_us[crows]
+    for g in np.unique(cks[cand]).tolist():
+        lo, hi = np.searchsorted(lk, g, "left"), np.searchsorted(lk, g, "right")
+        q = np.flatnonzero(cand & (cks == g))
+        j = lo + np.searchsorted(lts[lo:hi], ca[q], "right") - 1
+        ok = j >= lo
+        jj = np.where(ok, j, lo)
+        out[q] |= ok & (lend[jj] + NEST_TOL_US >= cb[q])
+    return out
+
+
 def step_leaves(trace: Trace, rank: int, steps: list[int]) -> StepLeaves:
     """The leaves of ``rank`` in each of ``steps`` (distinct step numbers); steps without a
     compute event are left out."""
@@ -156,12 +189,19 @@ def step_leaves(trace: Trace, rank: int, steps: list[int]) -> StepLeaves:
     cov = _covered_us(end[q], nxt[q], ck[q], a, a + ev.dur_us[rows[comm]], k[comm])
     gap[q] -= np.minimum(gap[q], cov)
     gap[~has_next] = 0.0
+    dur = end - ts
+    called = _called_in_ops(trace, rows[comm], k[comm], ck, ts, end)
+    if called.any():
+        crows = rows[comm][called]
+        ca = ev.ts_us[crows]
+        inside = _covered_us(ts, end, ck, ca, ca + ev.dur_us[crows], k[comm][called])
+        dur -= np.minimum(dur, inside)
 
     counts = np.bincount(ck, minlength=n)
     keep = np.flatnonzero(counts > 0)
     first = np.r_[0, np.cumsum(counts[keep])]
     last = first[1:] - 1
     return StepLeaves(
-        steps=want[keep], first=first, rows=crow, dur_us=end - ts, gap_us=gap,
+        steps=want[keep], first=first, rows=crow, dur_us=dur, gap_us=gap,
         pre_us=np.maximum(0.0, ts[first[:-1]] - lo[keep]),
         post_us=np.maximum(0.0, hi[keep] - end[last]), step_us=hi[keep] - lo[keep])

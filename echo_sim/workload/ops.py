@@ -196,6 +196,9 @@ class Workload:
     # from it, so simulating the workload equals simulating the trace (search does the former)
     meta: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     tp_note: str = ""  # one line: where the tensor-parallel roles came from, what is unplaced
+    # a pipeline-parallel trace's stages: the units (forward order) each traced stage ran
+    # (echo_sim.workload.stages.join_stages); empty for a one-stage trace
+    traced_stages: tuple[tuple[str, ...], ...] = ()
 
     @property
     def fw_ops(self) -> list[Op]:
@@ -433,27 +436,46 @@ def fold_micro_batches(base: list[dict[str, Any]], dur: np.ndarray, gap: np.ndar
                        ) -> tuple[list[dict[str, Any]], np.ndarray, np.ndarray, int]:
     """One micro-batch's ops of a step that ran ``k`` identical forward-backward passes
     (gradient accumulation: HF Trainer, Lightning, DeepSpeed, ``examples/train.py`` with a
-    global batch over ``dp · micro_batch``): ``(ops, dur, gap, k)``, each op's time the mean of
-    its ``k`` copies. A pass starts at a forward op that follows a backward op; the passes must
-    repeat the same op names, else nothing is folded (``k = 1``)."""
+    global batch over ``dp · micro_batch``; a pipeline stage's micro-batches, whose
+    forwards and backwards interleave in the schedule's order, 1F1B's F F B B ...):
+    ``(ops, dur, gap, k)``, each op's time the mean of its ``k`` copies.
+
+    The forward and backward ops between the step's first forward and its last
+    forward/backward op fold when the forward ops' names are one sequence repeated ``k >= 2``
+    times and the backward ops' names another repeated ``k`` times (copy ``j`` of an op is
+    its ``j``-th occurrence): into one forward pass then one backward pass. Anything else
+    (one pass, recomputation's extra forwards) is left as it is (``k = 1``)."""
     phases = [o["phase"] for o in base]
-    starts = [i for i, p in enumerate(phases) if p == "F" and (i == 0 or phases[i - 1] == "B")]
-    if len(starts) < 2:
+    fb = [i for i, p in enumerate(phases) if p in ("F", "B")]
+    if not fb or phases[fb[0]] != "F":
         return base, dur, gap, 1
-    first = starts[0]
-    n = starts[1] - first
-    k = len(starts)
-    end = first + k * n
+    first, end = fb[0], fb[-1] + 1
+    if any(p not in ("F", "B") for p in phases[first:end]):
+        return base, dur, gap, 1
     names = [o["name"] for o in base]
-    if any(starts[j] != first + j * n for j in range(k)) or end > len(base) or any(
-            names[first + j * n: first + (j + 1) * n] != names[first:first + n]
-            for j in range(1, k)) or "F" in phases[end:]:
+    fpos = [i for i in range(first, end) if phases[i] == "F"]
+    bpos = [i for i in range(first, end) if phases[i] == "B"]
+    if not bpos:
         return base, dur, gap, 1
-    idx = first + np.arange(k)[:, None] * n + np.arange(n)
-    one_d, one_g = dur[idx].mean(axis=0), gap[idx].mean(axis=0)
-    folded = base[:first] + base[first:first + n] + base[end:]
-    return (folded, np.concatenate([dur[:first], one_d, dur[end:]]),
-            np.concatenate([gap[:first], one_g, gap[end:]]), k)
+    k = sum(1 for i in fpos if names[i] == names[fpos[0]])
+
+    def copies(pos: list[int]) -> np.ndarray | None:
+        if k < 2 or len(pos) % k:
+            return None
+        n = len(pos) // k
+        idx = np.asarray(pos).reshape(k, n)
+        one = [names[i] for i in idx[0].tolist()]
+        return idx if all([names[i] for i in row.tolist()] == one for row in idx[1:]) else None
+
+    fi, bi = copies(fpos), copies(bpos)
+    if fi is None or bi is None:
+        return base, dur, gap, 1
+    one = np.concatenate([fi[0], bi[0]])
+    d1 = np.concatenate([dur[fi].mean(axis=0), dur[bi].mean(axis=0)])
+    g1 = np.concatenate([gap[fi].mean(axis=0), gap[bi].mean(axis=0)])
+    folded = base[:first] + [base[i] for i in one.tolist()] + base[end:]
+    return (folded, np.concatenate([dur[:first], d1, dur[end:]]),
+            np.concatenate([gap[:first], g1, gap[end:]]), k)
 
 
 def assign_roles(ops: list[Op], placement: Placement) -> list[Op]:

@@ -37,7 +37,7 @@ from echo_sim.workload.tp_plan import TpPlan, plan_roles
 from echo_sim.workload.tp_structure import placement_summary
 
 __all__ = ["SHARDED_ROLES", "apply_tp_plan", "check_tensor_parallel", "tp_factors", "tp_hooks",
-           "tp_param_bytes"]
+           "tp_param_bytes", "traced_tp_workload"]
 
 SHARDED_ROLES: frozenset[str] = frozenset({"column", "row", "vocab", "inner", "channel"})
 
@@ -139,3 +139,40 @@ def tp_hooks(fw: Sequence[Op], bw: Sequence[Op], *, mb_scale: float,
 def _ar(name: str, nbytes: int, mb_scale: float, phase: str, issue: int) -> CommHook:
     return CommHook(name=name, collective="all_reduce", nbytes=int(round(nbytes * mb_scale)),
                     group="tp", channel="comm_tp", phase=phase, issue=issue, wait=-2)
+
+
+def traced_tp_workload(workload: Workload, tp: int, traced_all_reduces: float) -> Workload:
+    """A workload traced on one rank of ``tp``-way tensor parallelism, as the whole model's.
+
+    Its column/row/inner (and vocab) ops ran on shards: their durations and sharded gaps are
+    multiplied back by ``tp`` (the inverse of :func:`tp_factors`) and their parameters by
+    ``tp``, so sharding it again at any degree prices the shards the target runs (at the
+    traced degree, exactly the traced times). ``traced_all_reduces``: the tensor-parallel
+    all-reduces the traced rank issued per micro-batch; when they match the count of a plan
+    without vocabulary parallelism (and not one with it), the traced embedding and head were
+    replicated, and are kept so.
+    """
+    if tp <= 1:
+        return workload
+    ops = list(workload.ops)
+    note = ""
+    if any(o.role == "vocab" for o in ops):
+        plain = [replace(o, role="replicated") if o.role == "vocab" else o for o in ops]
+        with_vocab = len(tp_hooks([o for o in ops if o.phase == "F"],
+                                  [o for o in reversed(ops) if o.phase == "B"], mb_scale=1.0))
+        without = len(tp_hooks([o for o in plain if o.phase == "F"],
+                               [o for o in reversed(plain) if o.phase == "B"], mb_scale=1.0))
+        if round(traced_all_reduces) == without != with_vocab:
+            ops = plain
+            note = (f"; the traced embedding and head were replicated ({without} tensor-"
+                    f"parallel all-reduces per micro-batch, as without vocabulary parallelism)")
+    dur_f, gap_f = tp_factors(ops, tp)
+    ops = [replace(o, dur_us=o.dur_us / dur_f[o.index], gap_us=o.gap_us / gap_f[o.index],
+                   param_bytes=o.param_bytes * tp if o.role in SHARDED_ROLES else o.param_bytes,
+                   held_param_bytes=o.held_param_bytes * tp
+                   if o.role in SHARDED_ROLES and o.held_param_bytes > 0 else o.held_param_bytes)
+           for o in ops]
+    tp_note = (f"tensor parallelism: traced at tp={tp}, its sharded ops' times taken x{tp} as the "
+               f"whole model's{note}")
+    return replace(workload, ops=tuple(ops),
+                   tp_note="; ".join(x for x in (workload.tp_note, tp_note) if x))
