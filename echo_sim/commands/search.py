@@ -138,8 +138,8 @@ def run(opts: Any) -> Result:
     from echo_sim.commands.simulate import tp_plan_flag
     from echo_sim.load import load_trace
     from echo_sim.search import SearchSpace, search, write_train_config
-    from echo_sim.workload.ops import extract_workload
     from echo_sim.workload.tensor_parallel import apply_tp_plan
+    from echo_sim.workload.traced import traced_workload
 
     if opts.gpus is None or opts.global_batch is None:
         raise ConfigError("search needs --gpus N and --global-batch N")
@@ -159,7 +159,7 @@ def run(opts: Any) -> Result:
         check_output_dir("--output", opts.output)  # a directory of the --top configs
     elif opts.output:
         check_output("--output", opts.output, force=opts.force)  # before the search
-    workload = extract_workload(trace)
+    workload = traced_workload(trace)  # the same start as simulate's
     traced_zero = (workload.meta.get("training") or {}).get("zero_stage")
     if isinstance(traced_zero, int) and traced_zero > 0:
         # rows are what their labels say; simulate --zero-stage 1|2 prices the others

@@ -81,7 +81,7 @@ def traced_comm_profile(trace: Trace) -> CommProfile | None:
             op = COLLECTIVES[c]
             g = int(ev.group[rows[0]])
             n = len(trace.groups[g]) if g >= 0 else part.size
-            t = float(np.median(end[part] - start[part]))
+            t = float(np.median(ev.dur_us[rows]))  # own durations: exact, no ts rounding
         if t > 0:
             samples[(op, n)][int(ev.nbytes[rows[0]])].append(t)
             per_step[int(ev.step[rows[0]])] += t

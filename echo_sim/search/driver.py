@@ -219,13 +219,14 @@ def search(trace: Any, space: SearchSpace, *, objective: str = "time", top: int 
     is valid or none can fit.
     """
     from echo_sim.workload.ops import Workload, extract_workload
+    from echo_sim.workload.traced import traced_workload
 
     t0 = time.perf_counter()
     if objective not in OBJECTIVES:
         raise ConfigError(f"unknown objective {objective!r}; valid: {', '.join(OBJECTIVES)}")
     if not isinstance(top, int) or top < 1:
         raise ConfigError(f"top={top!r} must be an integer >= 1")
-    workload = trace if isinstance(trace, Workload) else extract_workload(trace)
+    workload = trace if isinstance(trace, Workload) else traced_workload(trace)
     layouts, notes = enumerate_layouts(workload, space)
     if not layouts:
         raise ConfigError(notes[0])

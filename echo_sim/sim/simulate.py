@@ -2,7 +2,8 @@
 
 ``simulate(trace, SimConfig(dp=8, tp=4, pp=2, ...))``:
 
-1. :func:`~echo_sim.workload.ops.extract_workload` — the per-op workload of one step;
+1. :func:`~echo_sim.workload.traced.traced_workload` — the per-op workload of one step of
+   the whole traced job (a multi-rank trace's layout and own collectives with it);
 2. :mod:`echo_sim.cost.batch_model` — each op's time at the target micro-batch;
 3. :mod:`echo_sim.cost.compute_scaling` — each op's time on the target GPU;
 4. :mod:`echo_sim.workload.build` — pipeline split, tensor parallel, recomputation,
@@ -54,12 +55,9 @@ from echo_sim.trace.model import Trace
 from echo_sim.workload.build import Built, Layout, Plan, build_graph, make_plan
 from echo_sim.workload.channel_parallel import CHANNEL_SPLIT, channel_parallel, channel_summary
 from echo_sim.workload.ops import Workload, extract_workload
-from echo_sim.workload.tensor_parallel import (
-    apply_tp_plan,
-    check_tensor_parallel,
-    traced_tp_workload,
-)
-from echo_sim.workload.traced_layout import TracedLayout, traced_layout
+from echo_sim.workload.tensor_parallel import apply_tp_plan, check_tensor_parallel
+from echo_sim.workload.traced import traced_workload
+from echo_sim.workload.traced_layout import TracedLayout
 
 __all__ = ["MODES", "RankBreakdown", "SimConfig", "SimResult", "simulate"]
 
@@ -253,8 +251,8 @@ def simulate(trace: Trace | Workload, config: SimConfig, *, comm: Any = None,
     (:func:`_plan`), the schedule, and memory from the same plan (:func:`_memory`).
     """
     notes = _Notes()
-    tl = traced_layout(trace) if isinstance(trace, Trace) else None
-    workload, meta = _workload(trace, config, tl)
+    workload, meta = _workload(trace, config)
+    tl = workload.traced_layout
     zero = choose_zero(config.zero_stage, config.fsdp, meta, pp=config.pp,
                        data_parallel=config.data_parallel)
     config = replace(config, zero_stage=zero.stage, fsdp=zero.stage == 3)
@@ -296,7 +294,7 @@ def simulate(trace: Trace | Workload, config: SimConfig, *, comm: Any = None,
     comm, profile = _comm_model(config, cluster, comm, notes)
     traced_hw = config.cluster is None and config.gpu is None
     if not given and traced_hw and tl is not None and tl.parallel:
-        comm = _traced_comm(trace, comm, notes)
+        comm = _traced_comm(workload, comm, notes)
     is_cpu = cluster.gpu.name == "cpu"
     # host calibration applies to a CPU target from a CPU profile only, and not to the
     # layout the trace was taken at on its own host: its op times already hold those costs
@@ -397,53 +395,25 @@ def _same_layout(config: SimConfig, tl: TracedLayout) -> bool:
             config.virtual_stages) == (tl.dp, tl.tp, tl.pp, tl.fsdp, 1)
 
 
-def _traced_comm(trace: Any, comm: Any, notes: _Notes) -> Any:
+def _traced_comm(workload: Workload, comm: Any, notes: _Notes) -> Any:
     """Step 3b: on the traced hardware, a multi-rank trace's own collectives price the
     calls they cover (:mod:`echo_sim.cost.trace_comm`), ahead of ``comm``."""
-    from echo_sim.cost.trace_comm import TracedFirst, traced_comm_profile
+    from echo_sim.cost.trace_comm import TracedFirst
 
-    prof = traced_comm_profile(trace)
-    if prof is None:
+    if workload.traced_comm is None:
         return comm
-    first = TracedFirst(prof, comm)
+    first = TracedFirst(workload.traced_comm, comm)
     at = next(i for i in range(len(notes.models) - 1, -1, -1)
               if notes.models[i].startswith("comm: "))
     notes.models[at] = "comm: " + first.describe() + notes.models[at][len("comm: "):]
     return first
 
 
-def _tp_all_reduces(trace: Trace, rank: int, tp: int) -> float:
-    """Median all-reduces over ``tp``-rank groups that ``rank`` issued per traced step."""
-    from echo_sim.trace.model import COLLECTIVES, Cat
-
-    ev = trace.events
-    rows = trace.rank_rows(rank)
-    rows = rows[(ev.cat[rows] == Cat.COMM) & (ev.step[rows] >= 0)
-                & (ev.coll[rows] == COLLECTIVES.index("all_reduce")) & (ev.group[rows] >= 0)]
-    sizes = np.asarray([len(trace.groups[int(g)]) for g in ev.group[rows]], dtype=np.int64)
-    rows = rows[sizes == tp]
-    steps = [s for s in trace.steps] or sorted({int(x) for x in ev.step[rows]})
-    return float(np.median([np.count_nonzero(ev.step[rows] == s) for s in steps])) \
-        if steps else 0.0
-
-
-def _workload(trace: Trace | Workload, config: SimConfig, tl: TracedLayout | None = None,
-              ) -> tuple[Workload, dict[str, Any]]:
-    """Step 1: the traced workload (vocab roles dropped unless vocab-parallel; a
-    tensor-parallel trace's shards taken back to the whole model's) and the traced rank's
-    ``meta.json`` (with its backend)."""
-    if isinstance(trace, Workload):
-        workload = trace
-    elif tl is not None and tl.pp > 1:  # each stage's layers from a rank of that stage
-        from echo_sim.workload.stages import join_stages
-
-        workload = join_stages([extract_workload(trace, rank=st[0]) for st in tl.stages])
-    else:
-        workload = extract_workload(trace)
-    if tl is not None and tl.tp > 1 and isinstance(trace, Trace):
-        per_mb = _tp_all_reduces(trace, workload.rank, tl.tp) / max(
-            workload.traced_micro_batches, 1)
-        workload = traced_tp_workload(workload, tl.tp, per_mb)
+def _workload(trace: Trace | Workload, config: SimConfig) -> tuple[Workload, dict[str, Any]]:
+    """Step 1: the traced job's workload (:func:`~echo_sim.workload.traced.traced_workload`;
+    vocab roles dropped unless vocab-parallel) and the traced rank's ``meta.json`` (with its
+    backend)."""
+    workload = trace if isinstance(trace, Workload) else traced_workload(trace)
     meta: dict[str, Any] = dict(workload.meta)
     if config.tp_plan is not None and max(config.stage_tps) > 1:
         workload = apply_tp_plan(workload, config.tp_plan)

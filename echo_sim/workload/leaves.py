@@ -9,7 +9,8 @@ its medians over. Per step (bounds: the STEP marker, else the span of the step's
               asynchronous ones wholly inside it other than DDP's buckets: see
               ``_called_in_ops``); the simulator models those itself
     gap_us  = next leaf's ts - end (>= 0), minus the part of it covered by the union of the
-              step's Comm slices; 0 for the step's last leaf
+              step's Comm slices (DDP's buckets only before a non-backward op: inside the
+              backward the host works on beside them); 0 for the step's last leaf
     pre_us  = first leaf's ts - step start (>= 0);  post_us = step end - last leaf's end (>= 0)
 
 Every step is computed at once over flat columns (one sort of the rank's rows by step and
@@ -186,7 +187,17 @@ def step_leaves(trace: Trace, rank: int, steps: list[int]) -> StepLeaves:
     q = np.flatnonzero(has_next & (gap > 0))
     comm = cats == int(Cat.COMM)
     a = ev.ts_us[rows[comm]]
-    cov = _covered_us(end[q], nxt[q], ck[q], a, a + ev.dur_us[rows[comm]], k[comm])
+    b = a + ev.dur_us[rows[comm]]
+    cov = _covered_us(end[q], nxt[q], ck[q], a, b, k[comm])
+    # DDP's buckets run on the backend's thread while backward goes on: a gap before another
+    # backward op is the host's own work even while a bucket is in flight (only the gap
+    # before the optimizer waits for them)
+    ddp = np.asarray([trace.comm_args.get(int(r), {}).get("path") == "ddp"
+                      for r in rows[comm].tolist()], dtype=bool)
+    if ddp.any():
+        nxt_bw = np.r_[ev.cat[crow[1:]] == int(Cat.BW), False][q]
+        cov_no_ddp = _covered_us(end[q], nxt[q], ck[q], a[~ddp], b[~ddp], k[comm][~ddp])
+        cov = np.where(nxt_bw, cov_no_ddp, cov)
     gap[q] -= np.minimum(gap[q], cov)
     gap[~has_next] = 0.0
     dur = end - ts

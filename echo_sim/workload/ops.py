@@ -199,6 +199,10 @@ class Workload:
     # a pipeline-parallel trace's stages: the units (forward order) each traced stage ran
     # (echo_sim.workload.stages.join_stages); empty for a one-stage trace
     traced_stages: tuple[tuple[str, ...], ...] = ()
+    # a multi-rank trace's layout (echo_sim.workload.traced_layout.TracedLayout) and its own
+    # collectives (a CommProfile, echo_sim.cost.trace_comm): echo_sim.workload.traced
+    traced_layout: Any = field(default=None, compare=False, repr=False)
+    traced_comm: Any = field(default=None, compare=False, repr=False)
 
     @property
     def fw_ops(self) -> list[Op]:

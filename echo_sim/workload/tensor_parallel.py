@@ -145,8 +145,8 @@ def traced_tp_workload(workload: Workload, tp: int, traced_all_reduces: float) -
     """A workload traced on one rank of ``tp``-way tensor parallelism, as the whole model's.
 
     Its column/row/inner (and vocab) ops ran on shards: their durations and sharded gaps are
-    multiplied back by ``tp`` (the inverse of :func:`tp_factors`) and their parameters by
-    ``tp``, so sharding it again at any degree prices the shards the target runs (at the
+    multiplied back by ``tp`` (the inverse of :func:`tp_factors`), their parameters by
+    ``tp``, and the optimizer step by the whole model's parameters over the rank's, so sharding it again at any degree prices the shards the target runs (at the
     traced degree, exactly the traced times). ``traced_all_reduces``: the tensor-parallel
     all-reduces the traced rank issued per micro-batch; when they match the count of a plan
     without vocabulary parallelism (and not one with it), the traced embedding and head were
@@ -167,6 +167,14 @@ def traced_tp_workload(workload: Workload, tp: int, traced_all_reduces: float) -
             note = (f"; the traced embedding and head were replicated ({without} tensor-"
                     f"parallel all-reduces per micro-batch, as without vocabulary parallelism)")
     dur_f, gap_f = tp_factors(ops, tp)
+    # the optimizer step updated the rank's shards: the whole model's is larger by the ratio
+    # of its parameters to the rank's
+    local = sum(o.param_bytes for o in ops if o.phase == "F")
+    whole = sum(o.param_bytes * (tp if o.role in SHARDED_ROLES else 1) for o in ops
+                if o.phase == "F")
+    upd = whole / local if local > 0 else 1.0
+    ops = [replace(o, dur_us=o.dur_us * upd, gap_us=o.gap_us * upd) if o.phase == "U" else o
+           for o in ops]
     ops = [replace(o, dur_us=o.dur_us / dur_f[o.index], gap_us=o.gap_us / gap_f[o.index],
                    param_bytes=o.param_bytes * tp if o.role in SHARDED_ROLES else o.param_bytes,
                    held_param_bytes=o.held_param_bytes * tp
