@@ -153,14 +153,16 @@ def test_workload_golden_on_echo_2rank():
 
 
 def test_workload_golden_on_a_real_ddp_trace():
+    # 2026-11-26: backward's host gaps stay while a DDP bucket is in flight (issue 20): more
+    # gap time, so the per-step rescale moves every figure
     w = extract_workload(load_trace(REPO / "tests" / "data" / "load" / "echo_real_ddp"), rank=1)
     assert (len(w.ops), w.steps_used) == (65, 3)
-    assert w.pre_us == pytest.approx(13544.684181368531, rel=1e-12)
-    assert w.post_us == pytest.approx(259.52328439181633, rel=1e-12)
+    assert w.pre_us == pytest.approx(12961.653157934024, rel=1e-12)
+    assert w.post_us == pytest.approx(248.3521028361636, rel=1e-12)
     assert w.step_time_us == 264711.75
-    assert sum(o.dur_us for o in w.ops) == pytest.approx(194318.20054092392, rel=1e-12)
-    assert sum(o.gap_us for o in w.ops) == pytest.approx(49196.34199331577, rel=1e-12)
-    assert (w.ops[0].name, round(w.ops[0].gap_us, 6)) == ("FW.tok_emb", 115.343682)
+    assert sum(o.dur_us for o in w.ops) == pytest.approx(185953.77226660732, rel=1e-12)
+    assert sum(o.gap_us for o in w.ops) == pytest.approx(58154.97247262244, rel=1e-12)
+    assert (w.ops[0].name, round(w.ops[0].gap_us, 6)) == ("FW.tok_emb", 110.378712)
 
 
 def _repeat_steps(t: Trace, times: int) -> Trace:
