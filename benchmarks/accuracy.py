@@ -2,8 +2,9 @@
 
 For every case (a parallel layout × an example model size) and every repetition:
 
-1. trace a 1-process run of the same model and micro-batch (``examples/train.py --layout
-   single --capture``), shared by all layouts of that model size in the repetition;
+1. trace a 1-process run of the same model and micro-batch (``examples/train.py`` or the
+   size's workload module, ``--layout single --capture``), shared by all layouts of that
+   model size in the repetition;
 2. profile the gloo collectives at the start of every repetition (``profile-comm --nproc
    2``, 1 KB..16 MB, 15 timed runs per size) with its host microbenchmarks (compute
    contention, rank skew, collective/compute overlap, DTensor and FSDP2 host costs), in
@@ -11,10 +12,12 @@ For every case (a parallel layout × an example model size) and every repetition
    lowest-noise figure; skew and overlap are then modelled from the microbenchmarks);
    ``--profile-busy-us 5000`` restores busy mode (that much compute on every rank before
    each timed collective, so the collective's time holds the wait after compute);
-3. predict with :func:`echo_sim.sim.simulate.simulate` (``--dp/--tp/--pp``, no cluster: the
-   traced hardware, i.e. one CPU gloo host with ``nproc`` ranks; the measured profile with
-   its host calibration; the optimizer implementation the job uses) — iteration time and
-   peak memory;
+3. predict through the command line a user runs: ``python -m echo_sim simulate TRACE
+   --dp/--tp/--pp ... --comm-profile P --json`` (no ``--cluster``: the traced hardware,
+   i.e. one CPU gloo host with ``nproc`` ranks; the measured profile with its host
+   calibration; ``--optimizer foreach|loop`` as the job's AdamW runs), run in the run's
+   directory (``--keep``) with paths relative to it; its argv is kept per repetition and
+   printed under the table — iteration time and peak memory;
 4. run the real job under torchrun (2 processes, ``OMP_NUM_THREADS=1`` each, no capture)
    and measure its iteration time: per step the slowest rank's ``job.step_s``, median over
    the steps after ``--warmup``;
@@ -24,15 +27,24 @@ For every case (a parallel layout × an example model size) and every repetition
    medians over the median) and the step-to-step spread inside a repetition (half the
    inter-quartile range of the slowest rank's step times over their median). An error no
    larger than the noise is reported as "within noise (spread X%)": the benchmark does not
-   claim an accuracy finer than it can measure.
+   claim an accuracy finer than it can measure; every row states its spread.
 
-Models: the example GPT / CNN (``examples/train.py``) and a conv + attention network that
-is not in ``examples/`` (``benchmarks/workloads/convattn.py``, size ``convattn``).
+Load: ``os.getloadavg()`` (1, 5 and 15 minutes) is recorded before and after every
+repetition (``machine.load_avg_per_rep``) and around every real job (each repetition's
+``load_avg_before`` / ``load_avg_after``); the table gives each row's 1-minute range and the
+lines under it every repetition's.
+
+Models: the example GPT / CNN (``examples/train.py``) and three families that are not in
+``examples/`` (held out: the simulator was never tuned on them): a conv + attention network
+(``benchmarks/workloads/convattn.py``, size ``convattn``), a BERT-style encoder built by
+``transformers`` from a ``BertConfig`` (``benchmarks/workloads/hf_encoder.py``, size
+``bert``: ddp and fsdp) and a hand-written CIFAR-style ResNet with BatchNorm
+(``benchmarks/workloads/resnet.py``, size ``resnet``: ddp and fsdp).
 
 Memory: each process (the traced one too) runs through this file's ``--worker`` entry, which
 records RSS after the process group is up but *before the model is built* and the process's
 peak RSS (``ru_maxrss``) after training (CUDA: the allocator peak). measured delta = max over
-ranks (peak - before); predicted delta = ``simulate``'s peak memory minus the traced
+ranks (peak - before); predicted delta = the simulate command's peak memory minus the traced
 process's RSS before its model was built (the simulator's baseline is absolute: it is the
 traced run's sampled peak RSS minus its own model of that run).
 
@@ -43,7 +55,7 @@ writes both under ``--keep`` for ``python -m echo_sim compare``.
 Usage::
 
     python benchmarks/accuracy.py [--reps 3] [--layouts ddp,fsdp,tp,pp]
-        [--sizes gpt-s,gpt-m,cnn,convattn] [--steps 20] [--warmup 3] [--diagnose]
+        [--sizes gpt-s,gpt-m,cnn,convattn,bert,resnet] [--steps 20] [--warmup 3] [--diagnose]
         [--keep DIR] [--output FILE] [--comm-profile FILE | --profile-sizes 1KB..16MB]
         [--nproc 2] [--no-plain-single] [--cluster PRESET]
     python benchmarks/accuracy.py --repredict OLD.json --keep DIR [--output NEW.json]
@@ -63,6 +75,7 @@ import argparse
 import json
 import os
 import platform
+import shlex
 import statistics
 import sys
 import tempfile
@@ -87,10 +100,15 @@ SIZES: dict[str, tuple[str, ...]] = {
     "cnn": ("--model", "cnn"),
     "tiny": ("--model", "gpt", "--layers", "2", "--hidden", "32", "--seq", "16",
              "--vocab", "64", "--micro-batch", "2"),
-    # not in examples/: benchmarks/workloads/convattn.py
+    # not in examples/ (benchmarks/workloads/); micro-batches for ~40-50 ms steps on one core
     "convattn": ("--blocks", "4", "--width", "64", "--heads", "4", "--micro-batch", "8"),
+    "bert": ("--layers", "4", "--hidden", "128", "--heads", "4", "--seq", "64",
+             "--vocab", "1000", "--micro-batch", "6"),
+    "resnet": ("--width", "16", "--blocks", "2", "--micro-batch", "12"),
 }
-WORKLOAD_MODULE = {"convattn": "benchmarks.workloads.convattn"}  # others: examples.train
+WORKLOAD_MODULE = {"convattn": "benchmarks.workloads.convattn",  # others: examples.train
+                   "bert": "benchmarks.workloads.hf_encoder",
+                   "resnet": "benchmarks.workloads.resnet"}
 PP_MICRO_BATCHES = 4  # 1F1B over 4 micro-batches per step, so the schedule has a steady state
 
 
@@ -115,6 +133,8 @@ CASES: tuple[Case, ...] = (
     Case(layout="pp", size="gpt-s"), Case(layout="pp", size="gpt-m"),
     Case(layout="ddp", size="convattn"), Case(layout="fsdp", size="convattn"),
     Case(layout="tp", size="convattn"), Case(layout="pp", size="convattn"),
+    Case(layout="ddp", size="bert"), Case(layout="fsdp", size="bert"),
+    Case(layout="ddp", size="resnet"), Case(layout="fsdp", size="resnet"),
 )
 
 
@@ -235,53 +255,92 @@ def _mem_delta(recs: list[dict[str, Any]]) -> int:
 
 
 # ------------------------------------------------------------------------------ predict
-def _sim_config(case: Case, comm_profile: Path, cluster: str | None = None) -> Any:
-    from echo_sim.sim.simulate import SimConfig
+SIMULATE = ("python", "-m", "echo_sim", "simulate")  # argv[0] runs as this interpreter
 
+
+class SimulateError(RuntimeError):
+    """The simulate command failed; ``argv`` is what ran."""
+
+    def __init__(self, message: str, argv: list[str]) -> None:
+        super().__init__(message)
+        self.argv = argv
+
+
+def _sim_flags(case: Case, comm_profile: str, cluster: str | None = None) -> list[str]:
+    """The simulate flags that describe ``case``'s real job (every one a user would type)."""
     n = case.nproc
-    mb = _micro_batch(case.size)
-    # no cluster: the simulator predicts for the traced hardware (one CPU gloo host)
-    kw: dict[str, Any] = {"cluster": cluster, "comm_profile": str(comm_profile)}
+    # no --cluster: the simulator predicts for the traced hardware (one CPU gloo host)
+    tail = ["--comm-profile", comm_profile]
     if cluster is not None:
-        kw.update(nodes=1, gpus_per_node=n)
+        tail = ["--cluster", cluster, "--nodes", "1", "--gpus-per-node", str(n), *tail]
     if case.layout == "ddp":
-        return SimConfig(dp=n, **kw)
+        return ["--dp", str(n), *tail]
     if case.layout == "fsdp":
         # the jobs' AdamW runs foreach over FSDP2's DTensor parameters
-        return SimConfig(dp=n, fsdp=True, optimizer_foreach=True, **kw)
+        return ["--dp", str(n), "--fsdp", "--optimizer", "foreach", *tail]
     if case.layout == "tp":
         # the tp plans keep the embeddings and head replicated; AdamW runs per parameter
         # (foreach takes no mix of DTensor and plain parameters)
-        return SimConfig(tp=n, vocab_parallel=False, optimizer_foreach=False, **kw)
+        return ["--tp", str(n), "--no-vocab-parallel", "--optimizer", "loop", *tail]
     if case.layout == "pp":
-        return SimConfig(pp=n, global_batch=mb * max(PP_MICRO_BATCHES, n), schedule="1f1b",
-                         **kw)
-    raise ValueError(f"unknown layout {case.layout!r}")
+        gb = _micro_batch(case.size) * max(PP_MICRO_BATCHES, n)
+        return ["--pp", str(n), "--global-batch", str(gb), "--schedule", "1f1b", *tail]
+    raise ValueError(f"unknown layout {case.layout!r}; valid: ddp, fsdp, tp, pp")
 
 
-def _predict(trace: Any, case: Case, comm_profile: Path, timeline: Path | None,
-             cluster: str | None = None) -> dict[str, Any]:
-    from echo_sim.sim.simulate import simulate
+def _rel(path: Path, root: Path) -> str:
+    """``path`` relative to ``root`` (the simulate command's working directory) where it
+    lies under it, else absolute."""
+    try:
+        return str(path.resolve().relative_to(root.resolve()))
+    except ValueError:
+        return str(path.resolve())
 
-    t0 = time.perf_counter()
-    res = simulate(trace, _sim_config(case, comm_profile, cluster),
-                   keep=timeline is not None)
-    out: dict[str, Any] = {
-        "iteration_time_us": res.iteration_time_us,
-        "peak_memory_bytes": res.max_peak_memory_bytes,
-        "breakdown": [{"rank": r.rank, "compute_us": round(r.compute_us, 1),
-                       "exposed_comm_us": round(r.exposed_comm_us, 1),
-                       "bubble_us": round(r.bubble_us, 1), "idle_us": round(r.idle_us, 1),
-                       "memory": r.memory} for r in res.ranks],
-        "sim_wall_s": round(time.perf_counter() - t0, 3),
-        "hardware": res.hardware.to_dict() if res.hardware else None,
-        "calibration": res.calibration, "models": res.models, "warnings": res.warnings,
-    }
+
+def _simulate_argv(trace: Path, case: Case, comm_profile: Path, timeline: Path | None,
+                   cluster: str | None, root: Path) -> list[str]:
+    """``python -m echo_sim simulate TRACE FLAGS --json [--output DIR --force]``, paths
+    relative to ``root``."""
+    argv = [*SIMULATE, _rel(trace, root),
+            *_sim_flags(case, _rel(comm_profile, root), cluster), "--json"]
     if timeline is not None:
-        from echo_sim.trace.export import write_echo_dirs
+        argv += ["--output", _rel(timeline, root), "--force"]
+    return argv
 
-        write_echo_dirs(res.to_trace(), timeline, overwrite=True)
-    return out
+
+def _predict(trace: Path, case: Case, comm_profile: Path, timeline: Path | None,
+             cluster: str | None = None, *, root: Path,
+             timeout: float = 300.0) -> dict[str, Any]:
+    """Run the simulate command in ``root`` on the trace directory ``trace``; its figures.
+
+    ``sim_wall_s`` is the command's wall time (s), interpreter start and imports included.
+    Raises :class:`SimulateError` (with the argv) when the command fails.
+    """
+    from tests.harness import run_python
+
+    argv = _simulate_argv(trace, case, comm_profile, timeline, cluster, root)
+    t0 = time.perf_counter()
+    proc = run_python(argv[1:], timeout=timeout, cwd=root)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-2:]
+        raise SimulateError(f"simulate exit {proc.returncode}: {' | '.join(tail)}", argv)
+    try:
+        res = json.loads(proc.stdout)
+    except json.JSONDecodeError as e:
+        raise SimulateError(f"simulate printed no JSON object ({e})", argv) from None
+    return {
+        "iteration_time_us": float(res["iteration_time_us"]),
+        "peak_memory_bytes": int(res["peak_memory_bytes"]),
+        "breakdown": [{"rank": r["rank"], "compute_us": round(r["compute_us"], 1),
+                       "exposed_comm_us": round(r["exposed_comm_us"], 1),
+                       "bubble_us": round(r["bubble_us"], 1), "idle_us": round(r["idle_us"], 1),
+                       "memory": r["memory"]} for r in res["ranks"]],
+        "sim_wall_s": round(wall, 3),
+        "hardware": res.get("hardware"), "calibration": res.get("calibration"),
+        "models": res.get("models"), "warnings": res.get("warnings", []),
+        "simulate_argv": argv,
+    }
 
 
 def _collect_figures(path: Path) -> dict[str, float]:
@@ -298,6 +357,11 @@ def _err_pct(pred: float, meas: float) -> float:
     return 100.0 * (pred - meas) / meas if meas else float("nan")
 
 
+def _loadavg() -> list[float]:
+    """``os.getloadavg()``: the 1-, 5- and 15-minute load averages (runnable processes)."""
+    return [round(x, 2) for x in os.getloadavg()]
+
+
 def run_benchmark(cases: tuple[Case, ...], *, reps: int, steps: int, warmup: int, root: Path,
                   diagnose: bool, profile_sizes: str = "1KB..16MB", profile_iters: int = 15,
                   profile_busy_us: float = 0.0,
@@ -306,7 +370,6 @@ def run_benchmark(cases: tuple[Case, ...], *, reps: int, steps: int, warmup: int
                   log: Any = sys.stderr) -> dict[str, Any]:
     """Run every case ``reps`` times; return the JSON document (see the module docstring)."""
     from echo_sim.cost.comm_profile import save_comm_profile
-    from echo_sim.load import load_trace
     from echo_sim.measure.profile_comm import ProfileSpec, measure_comm_profile, parse_sizes
 
     nprocs = sorted({c.nproc for c in cases})
@@ -329,7 +392,9 @@ def run_benchmark(cases: tuple[Case, ...], *, reps: int, steps: int, warmup: int
     raw: dict[str, list[dict[str, Any]]] = {c.name: [] for c in cases}
     singles: list[dict[str, Any]] = []
     loads: list[float] = []
+    rep_loads: list[dict[str, Any]] = []
     for rep in range(reps):
+        rep_loads.append({"rep": rep, "before": _loadavg()})
         comm = comm_profile or measure_profile(root / f"rep{rep}" / "comm.json")
         for size in sizes:
             base = root / f"rep{rep}" / size
@@ -337,14 +402,13 @@ def run_benchmark(cases: tuple[Case, ...], *, reps: int, steps: int, warmup: int
             try:
                 srec = _launch(_train_flags("single", size, steps=steps, capture=base / "trace",
                                             nproc=1), base / "single", 1, timeout, size)[0]
-                trace = load_trace(base / "trace")
+                traced = _collect_figures(base / "trace")
             except Exception as e:  # report and go on
                 print(f"rep {rep} {size}: single trace failed: {e}", file=log)
                 for c in cases:
                     if c.size == size:
                         raw[c.name].append({"rep": rep, "error": f"trace: {e}"})
                 continue
-            traced = _collect_figures(base / "trace")
             single = {"rep": rep, "size": size, "traced_iteration_us": traced[
                 "iteration_time_us"], "rss_before_model_bytes": srec["rss_before_model_bytes"],
                 "peak_rss_bytes": srec["peak_rss_bytes"]}
@@ -363,13 +427,18 @@ def run_benchmark(cases: tuple[Case, ...], *, reps: int, steps: int, warmup: int
                 row: dict[str, Any] = {"rep": rep}
                 dg = diagnose and rep == 0
                 try:
-                    pred = _predict(trace, case, comm, base / f"{case.layout}-sim" if dg else None,
-                                    cluster)
+                    pred = _predict(base / "trace", case, comm,
+                                    base / f"{case.layout}-sim" if dg else None, cluster,
+                                    root=root, timeout=timeout)
+                    row["load_avg_before"] = _loadavg()
                     recs = _launch(_train_flags(case.layout, size, steps=steps, capture=None,
                                                 nproc=case.nproc),
                                    base / f"{case.layout}-real", case.nproc, timeout, size)
+                    row["load_avg_after"] = _loadavg()
                 except Exception as e:  # one failing case must not hide the others
                     row["error"] = f"{type(e).__name__}: {e}"
+                    if isinstance(e, SimulateError):
+                        row["simulate_argv"] = e.argv
                     raw[case.name].append(row)
                     print(f"rep {rep} {case.name}: {row['error']}", file=log)
                     continue
@@ -385,7 +454,8 @@ def run_benchmark(cases: tuple[Case, ...], *, reps: int, steps: int, warmup: int
                     measured_peak_rss_bytes=max(int(r["peak_rss_bytes"]) for r in recs),
                     predicted_peak_bytes=int(pred["peak_memory_bytes"]),
                     breakdown=pred["breakdown"], sim_wall_s=pred["sim_wall_s"],
-                    load_avg_1min=round(os.getloadavg()[0], 2))
+                    simulate_argv=pred["simulate_argv"], warnings=pred["warnings"],
+                    load_avg_1min=row["load_avg_after"][0])
                 row["mem_error_pct"] = round(_err_pct(row["predicted_mem_delta_bytes"],
                                                       row["measured_mem_delta_bytes"]), 2)
                 if dg:
@@ -404,8 +474,10 @@ def run_benchmark(cases: tuple[Case, ...], *, reps: int, steps: int, warmup: int
                 print(f"rep {rep} {case.name}: measured {meas / 1e3:.2f} ms, predicted "
                       f"{pred['iteration_time_us'] / 1e3:.2f} ms ({row['error_pct']:+.1f}%), "
                       f"memory {row['mem_error_pct']:+.1f}%", file=log)
+        rep_loads[-1]["after"] = _loadavg()
     doc = _summarise(cases, raw, singles, loads, steps=steps, warmup=warmup, reps=reps,
                      cluster=cluster)
+    doc["machine"]["load_avg_per_rep"] = rep_loads
     doc["method"]["comm_profile"] = (
         str(comm_profile) if comm_profile is not None else
         (f"busy mode, {profile_busy_us:g} us of compute before each timed collective"
@@ -417,30 +489,34 @@ def run_benchmark(cases: tuple[Case, ...], *, reps: int, steps: int, warmup: int
 def repredict(doc: dict[str, Any], root: Path, cluster: str | None = None) -> dict[str, Any]:
     """Predict again every measured repetition of ``doc`` (a result document whose run kept
     its files under ``root``, ``--keep``) from its kept trace and comm profile, with the
-    current models; measurements are reused as they are. Returns a new document."""
-    from echo_sim.load import load_trace
-
+    current models (through the simulate command, run in ``root``); measurements are reused
+    as they are. A repetition whose prediction fails keeps its measurement and the error.
+    Returns a new document."""
     cases = tuple(Case(layout=r["layout"], size=r["model"], nproc=r["nproc"])
                   for r in doc["cases"])
     raw: dict[str, list[dict[str, Any]]] = {c.name: [] for c in cases}
-    traces: dict[tuple[int, str], Any] = {}
     for case, row in zip(cases, doc["cases"], strict=True):
         for rec in row["reps"]:
             if "measured_us" not in rec:
                 raw[case.name].append(rec)
                 continue
             r = int(rec["rep"])
-            key = (r, case.size)
-            if key not in traces:
-                traces[key] = load_trace(root / f"rep{r}" / case.size / "trace")
-            pred = _predict(traces[key], case, root / f"rep{r}" / "comm.json", None, cluster)
+            try:
+                pred = _predict(root / f"rep{r}" / case.size / "trace", case,
+                                root / f"rep{r}" / "comm.json", None, cluster, root=root)
+            except SimulateError as e:
+                raw[case.name].append({"rep": r, "measured_us": rec["measured_us"],
+                                       "error": str(e), "simulate_argv": e.argv})
+                continue
             single: dict[str, Any] = next((s for s in doc["single_traces"] if s["rep"] == r and
                            s["size"] == case.size), {})
             new = dict(rec, predicted_us=round(pred["iteration_time_us"], 1),
                        error_pct=round(_err_pct(pred["iteration_time_us"],
                                                 rec["measured_us"]), 2),
                        breakdown=pred["breakdown"], calibration=pred["calibration"],
-                       predicted_peak_bytes=int(pred["peak_memory_bytes"]))
+                       predicted_peak_bytes=int(pred["peak_memory_bytes"]),
+                       simulate_argv=pred["simulate_argv"], warnings=pred["warnings"],
+                       sim_wall_s=pred["sim_wall_s"])
             if "rss_before_model_bytes" in single:
                 new["predicted_mem_delta_bytes"] = int(pred["peak_memory_bytes"]
                                                        - single["rss_before_model_bytes"])
@@ -464,6 +540,13 @@ def _summarise(cases: tuple[Case, ...], raw: dict[str, list[dict[str, Any]]],
         ok = [r for r in raw[c.name] if "error_pct" in r]
         row: dict[str, Any] = {"case": c.name, "layout": c.layout, "model": c.size,
                                "nproc": c.nproc, "reps": raw[c.name]}
+        argvs = [r["simulate_argv"] for r in raw[c.name] if "simulate_argv" in r]
+        if argvs:  # the first repetition's; the others differ in their repN/ paths only
+            row["simulate_argv"] = argvs[0]
+        one_min = [r[k][0] for r in raw[c.name] for k in ("load_avg_before", "load_avg_after")
+                   if k in r]
+        if one_min:
+            row["load_avg_1min_range"] = [min(one_min), max(one_min)]
         if ok:
             m = statistics.median(r["measured_us"] for r in ok)
             p = statistics.median(r["predicted_us"] for r in ok)
@@ -503,6 +586,9 @@ def _summarise(cases: tuple[Case, ...], raw: dict[str, list[dict[str, Any]]],
         "method": {"reps": reps, "steps": steps, "warmup_steps": warmup,
                    "cluster_preset": cluster or "none (the traced hardware)",
                    "pp_micro_batches": PP_MICRO_BATCHES,
+                   "prediction": "python -m echo_sim simulate TRACE FLAGS --json, run in the "
+                                 "--keep directory (paths relative to it); each repetition's "
+                                 "simulate_argv is the exact command",
                    "memory": "CPU RSS delta: peak RSS (ru_maxrss) minus RSS before the model "
                              "was built, max over ranks"},
         "single_traces": singles,
@@ -525,28 +611,72 @@ def _mib(n: float) -> str:
 
 
 def _verdict(r: dict[str, Any]) -> str:
-    """The error as a claim: "+4.2" or "within noise (spread 9.0%)"."""
+    """The error as a claim, with the spread it is judged against: "+4.2 (spread 3.0%)" or
+    "within noise (spread 9.0%)"."""
+    spread = f"(spread {r.get('noise_pct', 0.0):.1f}%)"
     if r.get("within_noise"):
-        return f"within noise (spread {r['noise_pct']:.1f}%)"
-    return f"{r['error_pct']:+.1f}"
+        return f"within noise {spread}"
+    return f"{r['error_pct']:+.1f} {spread}"
+
+
+def _load_range(r: dict[str, Any]) -> str:
+    """A row's 1-minute load average range ("0.8..1.6"); an older document's rows hold one
+    figure per repetition (``load_avg_1min``, after its job), "-" when there is none."""
+    lo_hi = r.get("load_avg_1min_range")
+    if not lo_hi:
+        old = [x["load_avg_1min"] for x in r.get("reps", []) if "load_avg_1min" in x]
+        lo_hi = [min(old), max(old)] if old else None
+    return f"{lo_hi[0]:.1f}..{lo_hi[1]:.1f}" if lo_hi else "-"
+
+
+def _load_lines(machine: dict[str, Any]) -> list[str]:
+    """The machine's load under the table: its range and every repetition's before/after."""
+    per_rep = machine.get("load_avg_per_rep") or []
+    loads = list(machine.get("load_avg_1min_at_runs") or [])
+    loads += [x["before"][0] for x in per_rep] + [x["after"][0] for x in per_rep if "after" in x]
+    if not loads:
+        return []
+    lines = [f"\nmachine: {machine.get('cpu_count')} cores, 1-min load average "
+             f"{min(loads):.1f}..{max(loads):.1f} during the runs"]
+    if per_rep:
+        each = ", ".join(f"rep {x['rep']} {x['before'][0]:.2f} -> "
+                         + (f"{x['after'][0]:.2f}" if "after" in x else "?") for x in per_rep)
+        five = [x[k][1] for x in per_rep for k in ("before", "after") if k in x]
+        lines.append(f"load average (1-min) before -> after each repetition: {each}; "
+                     f"5-min {min(five):.2f}..{max(five):.2f}")
+    return lines
+
+
+def _argv_lines(doc: dict[str, Any]) -> list[str]:
+    """Each row's simulate command, as validation.md lists its flags."""
+    rows = [r for r in doc["cases"] if r.get("simulate_argv")]
+    if not rows:
+        return []
+    lines = ["", "Each row's prediction is this command, run in the --keep directory (the "
+             "first repetition's; the others differ in their repN/ paths only):", "",
+             "| case | simulate command |", "|---|---|"]
+    lines += [f"| {r['case']} | `{shlex.join(r['simulate_argv'])}` |" for r in rows]
+    return lines
 
 
 def table(doc: dict[str, Any]) -> str:
-    """The markdown table of a result document."""
-    lines = ["| layout | model | procs | measured ms | predicted ms | error % | noise % "
-             "| per-rep error % | mem measured MiB | mem predicted MiB | mem error % |",
+    """The markdown table of a result document, each row's spread and load, then the
+    per-layout medians, the machine's load and each row's simulate command."""
+    lines = ["| layout | model | procs | measured ms | predicted ms | error % (spread) "
+             "| per-rep error % | load 1-min | mem measured MiB | mem predicted MiB "
+             "| mem error % |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in doc["cases"]:
         if "error_pct" not in r:
             lines.append(f"| {r['layout']} | {r['model']} | {r['nproc']} | failed: "
-                         f"{r['error'][:90]} | | | | | | | |")
+                         f"{r['error'][:90]} | | | | {_load_range(r)} | | | |")
             continue
         reps = ", ".join(f"{e:+.1f}" for e in r["rep_errors_pct"])
         lines.append(
             f"| {r['layout']} | {r['model']} | {r['nproc']} | {r['measured_us'] / 1e3:.2f} | "
-            f"{r['predicted_us'] / 1e3:.2f} | {_verdict(r)} | {r.get('noise_pct', 0.0):.1f} | "
-            f"{reps} | {_mib(r['measured_mem_delta_bytes'])} | "
-            f"{_mib(r['predicted_mem_delta_bytes'])} | {r['mem_error_pct']:+.1f} |")
+            f"{r['predicted_us'] / 1e3:.2f} | {_verdict(r)} | {reps} | {_load_range(r)} | "
+            f"{_mib(r['measured_mem_delta_bytes'])} | {_mib(r['predicted_mem_delta_bytes'])} | "
+            f"{r['mem_error_pct']:+.1f} |")
     lines += ["", "| layout | median \\|time error\\| % | median noise % | median \\|memory "
               "error\\| % |", "|---|---|---|---|"]
     for lay, v in doc["per_layout"].items():
@@ -554,10 +684,8 @@ def table(doc: dict[str, Any]) -> str:
             "median_noise_pct")
         lines.append(f"| {lay} | {'-' if t is None else f'{t:.1f}'} | "
                      f"{'-' if n is None else f'{n:.1f}'} | {'-' if m is None else f'{m:.1f}'} |")
-    loads = doc["machine"]["load_avg_1min_at_runs"]
-    if loads:
-        lines.append(f"\nmachine: {doc['machine']['cpu_count']} cores, 1-min load average "
-                     f"{min(loads):.1f}..{max(loads):.1f} during the runs")
+    lines += _load_lines(doc["machine"])
+    lines += _argv_lines(doc)
     return "\n".join(lines)
 
 
@@ -565,8 +693,8 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="accuracy.py", description=__doc__.split("\n\n")[0],
                                 epilog="Prints a markdown table; writes JSON to --output.")
     p.add_argument("--reps", type=int, default=3, help="repetitions (default 3)")
-    p.add_argument("--layouts", default="ddp,fsdp,tp,pp", help="comma list of ddp,fsdp,tp,pp")
-    p.add_argument("--sizes", default="gpt-s,gpt-m,cnn,convattn",
+    p.add_argument("--layouts", default="ddp,fsdp,tp,pp", help="comma list of ddp,fsdp,tp,pp (bert, resnet: ddp, fsdp only)")
+    p.add_argument("--sizes", default="gpt-s,gpt-m,cnn,convattn,bert,resnet",
                    help=f"comma list of model sizes: {', '.join(SIZES)}")
     p.add_argument("--steps", type=int, default=20, help="steps per run (default 20; step times on a shared CPU host vary ±25 %%)")
     p.add_argument("--warmup", type=int, default=3, help="steps left out (default 3)")
@@ -617,6 +745,9 @@ def main(argv: list[str] | None = None) -> int:
                   if c.layout in layouts and c.size in sizes)
     if "tiny" in sizes:
         cases += tuple(Case(layout=lay, size="tiny", nproc=a.nproc) for lay in layouts)
+    if not cases and not a.repredict:
+        have = ", ".join(f"{c.size}: {c.layout}" for c in CASES if c.size in sizes)
+        p.error(f"no case for --layouts {a.layouts} on --sizes {a.sizes} (cases: {have})")
     output = Path(a.output)
     if a.repredict:
         if not a.keep:

@@ -18,7 +18,7 @@ from benchmarks.accuracy import (
     _err_pct,
     _iteration_us,
     _mem_delta,
-    _sim_config,
+    _sim_flags,
     _step_spread_pct,
     _summarise,
     _train_flags,
@@ -51,18 +51,17 @@ def test_flags_and_configs_match_the_real_job() -> None:
     assert flags[flags.index("--global-batch") + 1] == "8"  # micro-batch 2 x 4 micro-batches
     cap = _train_flags("single", "gpt-s", steps=10, capture=Path("/t"), nproc=1)
     assert cap[cap.index("--trace-end") + 1] == "9" and "--capture" in cap
-    p = Path("comm.json")
-    tp = _sim_config(Case(layout="tp", size="gpt-s"), p)
+    p = "comm.json"
     # no cluster: the simulator predicts for the traced hardware; tp's AdamW runs per parameter
-    assert (tp.tp, tp.dp, tp.vocab_parallel, tp.cluster, tp.optimizer_foreach) == \
-        (2, 1, False, None, False)
-    fsdp = _sim_config(Case(layout="fsdp", size="gpt-m"), p)
-    assert (fsdp.dp, fsdp.fsdp, fsdp.gpus_per_node, fsdp.optimizer_foreach) == \
-        (2, True, None, True)
-    asked = _sim_config(Case(layout="ddp", size="convattn"), p, "cpu-gloo")
-    assert (asked.cluster, asked.gpus_per_node, asked.nodes) == ("cpu-gloo", 2, 1)
-    pp = _sim_config(Case(layout="pp", size="cnn"), p)
-    assert (pp.pp, pp.global_batch, pp.schedule) == (2, 128, "1f1b")
+    assert _sim_flags(Case(layout="tp", size="gpt-s"), p) == [
+        "--tp", "2", "--no-vocab-parallel", "--optimizer", "loop", "--comm-profile", p]
+    assert _sim_flags(Case(layout="fsdp", size="gpt-m"), p) == [
+        "--dp", "2", "--fsdp", "--optimizer", "foreach", "--comm-profile", p]
+    assert _sim_flags(Case(layout="ddp", size="convattn"), p, "cpu-gloo") == [
+        "--dp", "2", "--cluster", "cpu-gloo", "--nodes", "1", "--gpus-per-node", "2",
+        "--comm-profile", p]
+    assert _sim_flags(Case(layout="pp", size="cnn"), p) == [
+        "--pp", "2", "--global-batch", "128", "--schedule", "1f1b", "--comm-profile", p]
     assert set(SIZES) >= {"gpt-s", "gpt-m", "cnn", "tiny", "convattn"}
     ca = _train_flags("pp", "convattn", steps=6, capture=None, nproc=2)
     assert ca[ca.index("--global-batch") + 1] == "32"  # micro-batch 8 x 4 micro-batches
@@ -85,8 +84,8 @@ def test_summary_medians_and_table() -> None:
                                         "median_abs_mem_error_pct": 10.0}
     assert tp["error"] == "boom" and doc["per_layout"]["tp"]["median_abs_error_pct"] is None
     text = table(doc)
-    assert "| ddp | tiny | 2 | 0.11 | 0.10 | -10.0 | 9.1 | -10.0, +8.3, -10.0 | 100.0 | 110.0 " \
-        "| +10.0 |" in text
+    assert "| ddp | tiny | 2 | 0.11 | 0.10 | -10.0 (spread 9.1%) | -10.0, +8.3, -10.0 | - " \
+        "| 100.0 | 110.0 | +10.0 |" in text
     assert "| tp | tiny | 2 | failed: boom" in text
 
 

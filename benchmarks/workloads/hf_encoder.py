@@ -1,0 +1,218 @@
+"""A BERT-style encoder classifier from ``transformers``, trained single / DDP / FSDP2 on gloo.
+
+A model family the simulator was never tuned on (not in ``examples/``): Hugging Face's own
+``BertForSequenceClassification`` built from a small :class:`transformers.BertConfig` —
+token, position and type embeddings with a LayerNorm, ``layers`` post-norm encoder layers
+(self-attention ``query``/``key``/``value``/``output``, an ``intermediate`` and ``output``
+MLP, dropout 0.1 as BERT ships), the ``pooler`` and a ``classifier`` — on synthetic token
+sequences whose label is their first token modulo the class count (so the loss falls).
+
+Same interface as ``examples/train.py`` and ``benchmarks/workloads/convattn.py``
+(``parse_flags`` → ``build_job`` → ``train``, per-step wall times in ``Job.step_s``), so
+``benchmarks/accuracy.py`` drives it::
+
+    torchrun --nproc_per_node 2 benchmarks/workloads/hf_encoder.py --layout fsdp --steps 10
+
+Flags: ``--layout single|ddp|fsdp``, ``--layers 4``, ``--hidden 128``, ``--heads 4``,
+``--seq 64``, ``--vocab 1000``, ``--micro-batch 8``, ``--global-batch N`` (gradient
+accumulation: N / (micro-batch × data-parallel degree) micro-batches per step),
+``--steps 10``, ``--capture --trace-dir D --trace-start 2 --trace-end 8``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch import nn
+
+# imported here, not in build_model: benchmarks/accuracy.py's worker samples RSS after
+# importing this module and before building the model, so the library is not model memory
+from transformers import BertConfig, BertForSequenceClassification
+
+__all__ = ["Config", "Job", "build_job", "build_model", "parse_flags", "train"]
+
+LAYOUTS = ("single", "ddp", "fsdp")
+CLASSES = 10
+
+
+@dataclass(frozen=True, kw_only=True)
+class Config:
+    """One run; built from command-line flags by :func:`parse_flags`."""
+
+    layout: str = "single"
+    layers: int = 4
+    hidden: int = 128
+    heads: int = 4
+    seq: int = 64
+    vocab: int = 1000
+    micro_batch: int = 8
+    global_batch: int | None = None
+    steps: int = 10
+    capture: bool = False
+    trace_dir: str = "traces"
+    trace_start: int = 2
+    trace_end: int = 8
+
+    def __post_init__(self) -> None:
+        if self.layout not in LAYOUTS:
+            raise ValueError(f"--layout {self.layout!r}; valid: {', '.join(LAYOUTS)}")
+        for name in ("layers", "hidden", "heads", "seq", "vocab", "micro_batch", "steps"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"--{name.replace('_', '-')} must be >= 1")
+        if self.hidden % self.heads:
+            raise ValueError(f"--heads {self.heads} must divide --hidden {self.hidden}")
+        if self.vocab < CLASSES:
+            raise ValueError(f"--vocab {self.vocab} must be >= {CLASSES} (the class count)")
+
+
+def parse_flags(argv: Sequence[str]) -> Config:
+    p = argparse.ArgumentParser(prog="hf_encoder.py", description=__doc__.split("\n\n")[0])
+    p.add_argument("--layout", choices=LAYOUTS, default="single")
+    p.add_argument("--layers", type=int, default=4, help="encoder layers (default 4)")
+    p.add_argument("--hidden", type=int, default=128, help="hidden width (default 128)")
+    p.add_argument("--heads", type=int, default=4, help="attention heads (default 4)")
+    p.add_argument("--seq", type=int, default=64, help="tokens per sequence (default 64)")
+    p.add_argument("--vocab", type=int, default=1000, help="vocabulary size (default 1000)")
+    p.add_argument("--micro-batch", type=int, default=8, help="sequences per forward")
+    p.add_argument("--global-batch", type=int, default=None,
+                   help="sequences per step over all data-parallel ranks (default: "
+                        "micro-batch x data-parallel degree)")
+    p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--capture", action="store_true", help="trace with echo_trace.capture")
+    p.add_argument("--trace-dir", default="traces")
+    p.add_argument("--trace-start", type=int, default=2)
+    p.add_argument("--trace-end", type=int, default=8)
+    a = p.parse_args(list(argv))
+    return Config(**vars(a))
+
+
+@dataclass
+class Job:
+    """A built job: :meth:`step` runs one optimizer step and records its wall time (s) and
+    this rank's loss."""
+
+    rank: int
+    world_size: int
+    run_step: Callable[[int], float]
+    step_s: list[float] = field(default_factory=list)
+    losses: list[float] = field(default_factory=list)
+
+    def step(self, index: int) -> None:
+        t0 = time.perf_counter()
+        loss = self.run_step(index)
+        self.step_s.append(time.perf_counter() - t0)
+        self.losses.append(loss)
+
+
+def build_model(cfg: Config) -> BertForSequenceClassification:
+    """``BertForSequenceClassification`` from a small ``BertConfig`` (seeded: every rank
+    starts from the same weights)."""
+    torch.manual_seed(0)
+    bert = BertConfig(vocab_size=cfg.vocab, hidden_size=cfg.hidden,
+                      num_hidden_layers=cfg.layers, num_attention_heads=cfg.heads,
+                      intermediate_size=4 * cfg.hidden, max_position_embeddings=cfg.seq)
+    bert.num_labels = CLASSES
+    return BertForSequenceClassification(bert)
+
+
+def _batch(cfg: Config, n: int, step: int, index: int) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(1000 * step + index)
+    ids = torch.randint(0, cfg.vocab, (n, cfg.seq), generator=g)
+    return ids, ids[:, 0] % CLASSES
+
+
+def _parallelize(model: BertForSequenceClassification, cfg: Config, world: int) -> nn.Module:
+    if cfg.layout == "ddp":
+        return nn.parallel.DistributedDataParallel(model)
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    mesh = init_device_mesh("cpu", (world,))
+    # one FSDP2 unit per encoder layer, then the root (embeddings, pooler, classifier)
+    for layer in model.bert.encoder.layer:
+        fully_shard(layer, mesh=mesh)
+    fully_shard(model, mesh=mesh)
+    return model
+
+
+def _job(cfg: Config, rank: int, world: int) -> Job:
+    bert = build_model(cfg)
+    model = bert if cfg.layout == "single" else _parallelize(bert, cfg, world)
+    dp = world if cfg.layout != "single" else 1
+    gb = cfg.global_batch or cfg.micro_batch * dp
+    accum = max(1, gb // (cfg.micro_batch * dp))
+    opt = torch.optim.AdamW(model.parameters(), foreach=True)
+
+    def run_step(step: int) -> float:
+        opt.zero_grad(set_to_none=True)
+        total = 0.0
+        for i in range(accum):
+            x, y = _batch(cfg, cfg.micro_batch, step, rank * accum + i)
+            loss = F.cross_entropy(model(x).logits, y).div(accum)
+            loss.backward()
+            total += float(loss.detach())
+        opt.step()
+        return total
+
+    return Job(rank, world, run_step)
+
+
+def build_job(cfg: Config) -> Job:
+    """Build the model, its parallel wrapping and optimizer (joins the process group)."""
+    if cfg.layout == "single":
+        return _job(cfg, 0, 1)
+    if not dist.is_initialized():
+        dist.init_process_group("gloo")
+    return _job(cfg, dist.get_rank(), int(os.environ.get("WORLD_SIZE", "1")))
+
+
+@contextlib.contextmanager
+def _capture(cfg: Config) -> Iterator[None]:
+    if not cfg.capture:
+        yield
+        return
+    import echo_trace
+
+    with echo_trace.capture(out_dir=cfg.trace_dir, start_step=cfg.trace_start,
+                            end_step=cfg.trace_end):
+        yield
+
+
+def train(cfg: Config, job: Job | None = None) -> Job:
+    """Run ``cfg.steps`` steps (inside ``echo_trace.capture`` with ``--capture``)."""
+    job = job or build_job(cfg)
+    with _capture(cfg):
+        for i in range(cfg.steps):
+            job.step(i)
+    return job
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    cfg = parse_flags(sys.argv[1:] if argv is None else argv)
+    try:
+        job = train(cfg)
+        if dist.is_initialized():
+            dist.barrier()
+        print(f"rank {job.rank}: median step "
+              f"{sorted(job.step_s)[len(job.step_s) // 2] * 1e3:.1f} ms, last loss "
+              f"{job.losses[-1]:.3f}", file=sys.stderr)
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    if str(Path(__file__).resolve().parents[2]) not in sys.path:
+        sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    raise SystemExit(main())

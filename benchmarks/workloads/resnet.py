@@ -1,0 +1,249 @@
+"""A small CIFAR-style ResNet (BasicBlock stages, BatchNorm), trained single / DDP / FSDP2.
+
+A model family the simulator was never tuned on (not in ``examples/``), written by hand
+(no torchvision): a 3×3 ``stem`` convolution + BatchNorm + ReLU on a 3×32×32 image, three
+``stages`` of ``blocks`` BasicBlocks each (He et al. 2016: two 3×3 convolutions with
+BatchNorm, a 1×1 projection shortcut where the width or stride changes) at widths
+``width``, 2×``width``, 4×``width`` and strides 1, 2, 2, then global average pooling and a
+linear ``head`` over 10 classes. Images are synthetic; the label is the sign pattern of the
+image's mean per channel (so the loss falls).
+
+Same interface as ``examples/train.py`` and ``benchmarks/workloads/convattn.py``
+(``parse_flags`` → ``build_job`` → ``train``, per-step wall times in ``Job.step_s``), so
+``benchmarks/accuracy.py`` drives it::
+
+    torchrun --nproc_per_node 2 benchmarks/workloads/resnet.py --layout ddp --steps 10
+
+Flags: ``--layout single|ddp|fsdp``, ``--width 16``, ``--blocks 2`` (per stage),
+``--micro-batch 12``, ``--global-batch N`` (gradient accumulation: N / (micro-batch ×
+data-parallel degree) micro-batches per step), ``--steps 10``, ``--capture --trace-dir D
+--trace-start 2 --trace-end 8``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch import nn
+
+__all__ = ["BasicBlock", "Config", "Job", "ResNet", "build_job", "parse_flags", "train"]
+
+LAYOUTS = ("single", "ddp", "fsdp")
+IMAGE = 32  # 3 x 32 x 32 images
+CLASSES = 10  # label: 3 bits, the sign of each channel's mean (8 of the 10 classes used)
+
+
+class BasicBlock(nn.Module):
+    """``relu(bn2(conv2(relu(bn1(conv1(x))))) + shortcut(x))``; the shortcut is a 1×1
+    convolution + BatchNorm where the width or the stride changes, else the identity."""
+
+    def __init__(self, c_in: int, c_out: int, stride: int) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(c_in, c_out, 3, stride=stride, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(c_out)
+        self.conv2 = nn.Conv2d(c_out, c_out, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(c_out)
+        self.shortcut: nn.Module = nn.Identity()
+        if stride != 1 or c_in != c_out:
+            self.shortcut = nn.Sequential(nn.Conv2d(c_in, c_out, 1, stride=stride, bias=False),
+                                          nn.BatchNorm2d(c_out))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = F.relu(self.bn1(self.conv1(x)))
+        return F.relu(self.bn2(self.conv2(y)) + self.shortcut(x))
+
+
+class ResNet(nn.Module):
+    """``stem`` → ``stages`` (3 × ``blocks`` BasicBlocks) → average pool → ``head``."""
+
+    def __init__(self, *, width: int, blocks: int) -> None:
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, width, 3, padding=1, bias=False),
+                                  nn.BatchNorm2d(width), nn.ReLU())
+        stages: list[nn.Module] = []
+        c_in = width
+        for s, c_out in enumerate((width, 2 * width, 4 * width)):
+            stage = nn.Sequential(*(BasicBlock(c_in if b == 0 else c_out, c_out,
+                                               2 if (b == 0 and s) else 1)
+                                    for b in range(blocks)))
+            stages.append(stage)
+            c_in = c_out
+        self.stages = nn.Sequential(*stages)
+        self.head = nn.Linear(c_in, CLASSES)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.stages(self.stem(x))
+        return self.head(x.mean(dim=(2, 3)))
+
+    def blocks(self) -> list[BasicBlock]:
+        return [m for m in self.modules() if isinstance(m, BasicBlock)]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Config:
+    """One run; built from command-line flags by :func:`parse_flags`."""
+
+    layout: str = "single"
+    width: int = 16
+    blocks: int = 2
+    micro_batch: int = 12
+    global_batch: int | None = None
+    steps: int = 10
+    capture: bool = False
+    trace_dir: str = "traces"
+    trace_start: int = 2
+    trace_end: int = 8
+
+    def __post_init__(self) -> None:
+        if self.layout not in LAYOUTS:
+            raise ValueError(f"--layout {self.layout!r}; valid: {', '.join(LAYOUTS)}")
+        for name in ("width", "blocks", "micro_batch", "steps"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"--{name.replace('_', '-')} must be >= 1")
+
+
+def parse_flags(argv: Sequence[str]) -> Config:
+    p = argparse.ArgumentParser(prog="resnet.py", description=__doc__.split("\n\n")[0])
+    p.add_argument("--layout", choices=LAYOUTS, default="single")
+    p.add_argument("--width", type=int, default=16, help="first stage's channels (default 16)")
+    p.add_argument("--blocks", type=int, default=2, help="BasicBlocks per stage (default 2)")
+    p.add_argument("--micro-batch", type=int, default=12, help="images per forward")
+    p.add_argument("--global-batch", type=int, default=None,
+                   help="images per step over all data-parallel ranks (default: "
+                        "micro-batch x data-parallel degree)")
+    p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--capture", action="store_true", help="trace with echo_trace.capture")
+    p.add_argument("--trace-dir", default="traces")
+    p.add_argument("--trace-start", type=int, default=2)
+    p.add_argument("--trace-end", type=int, default=8)
+    a = p.parse_args(list(argv))
+    return Config(**vars(a))
+
+
+@dataclass
+class Job:
+    """A built job: :meth:`step` runs one optimizer step and records its wall time (s) and
+    this rank's loss."""
+
+    rank: int
+    world_size: int
+    run_step: Callable[[int], float]
+    step_s: list[float] = field(default_factory=list)
+    losses: list[float] = field(default_factory=list)
+
+    def step(self, index: int) -> None:
+        t0 = time.perf_counter()
+        loss = self.run_step(index)
+        self.step_s.append(time.perf_counter() - t0)
+        self.losses.append(loss)
+
+
+def _batch(n: int, step: int, index: int) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(1000 * step + index)
+    x = torch.randn(n, 3, IMAGE, IMAGE, generator=g)
+    bits = (x.mean(dim=(2, 3)) > 0).long()  # (n, 3)
+    return x, bits[:, 0] + 2 * bits[:, 1] + 4 * bits[:, 2]
+
+
+def _model(cfg: Config) -> ResNet:
+    torch.manual_seed(0)  # every rank starts from the same weights
+    return ResNet(width=cfg.width, blocks=cfg.blocks)
+
+
+def _parallelize(model: ResNet, cfg: Config, world: int) -> nn.Module:
+    if cfg.layout == "ddp":
+        # BatchNorm's running statistics are buffers: DDP broadcasts them from rank 0
+        # before every forward (broadcast_buffers=True, its default)
+        return nn.parallel.DistributedDataParallel(model)
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    mesh = init_device_mesh("cpu", (world,))
+    # one FSDP2 unit per BasicBlock, then the root (stem, head)
+    for block in model.blocks():
+        fully_shard(block, mesh=mesh)
+    fully_shard(model, mesh=mesh)
+    return model
+
+
+def _job(cfg: Config, rank: int, world: int) -> Job:
+    net = _model(cfg)
+    model: nn.Module = net if cfg.layout == "single" else _parallelize(net, cfg, world)
+    dp = world if cfg.layout != "single" else 1
+    gb = cfg.global_batch or cfg.micro_batch * dp
+    accum = max(1, gb // (cfg.micro_batch * dp))
+    opt = torch.optim.AdamW(model.parameters(), foreach=True)
+
+    def run_step(step: int) -> float:
+        opt.zero_grad(set_to_none=True)
+        total = 0.0
+        for i in range(accum):
+            x, y = _batch(cfg.micro_batch, step, rank * accum + i)
+            loss = F.cross_entropy(model(x), y).div(accum)
+            loss.backward()
+            total += float(loss.detach())
+        opt.step()
+        return total
+
+    return Job(rank, world, run_step)
+
+
+def build_job(cfg: Config) -> Job:
+    """Build the model, its parallel wrapping and optimizer (joins the process group)."""
+    if cfg.layout == "single":
+        return _job(cfg, 0, 1)
+    if not dist.is_initialized():
+        dist.init_process_group("gloo")
+    return _job(cfg, dist.get_rank(), int(os.environ.get("WORLD_SIZE", "1")))
+
+
+@contextlib.contextmanager
+def _capture(cfg: Config) -> Iterator[None]:
+    if not cfg.capture:
+        yield
+        return
+    import echo_trace
+
+    with echo_trace.capture(out_dir=cfg.trace_dir, start_step=cfg.trace_start,
+                            end_step=cfg.trace_end):
+        yield
+
+
+def train(cfg: Config, job: Job | None = None) -> Job:
+    """Run ``cfg.steps`` steps (inside ``echo_trace.capture`` with ``--capture``)."""
+    job = job or build_job(cfg)
+    with _capture(cfg):
+        for i in range(cfg.steps):
+            job.step(i)
+    return job
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    cfg = parse_flags(sys.argv[1:] if argv is None else argv)
+    try:
+        job = train(cfg)
+        if dist.is_initialized():
+            dist.barrier()
+        print(f"rank {job.rank}: median step "
+              f"{sorted(job.step_s)[len(job.step_s) // 2] * 1e3:.1f} ms, last loss "
+              f"{job.losses[-1]:.3f}", file=sys.stderr)
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    if str(Path(__file__).resolve().parents[2]) not in sys.path:
+        sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    raise SystemExit(main())

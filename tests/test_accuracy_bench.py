@@ -1,0 +1,315 @@
+"""benchmarks/accuracy.py's held-out families (BERT encoder, ResNet), its prediction through
+the ``simulate`` command line, and its table's flags, spread and load averages.
+
+The workloads train in this process; one tiny captured 1-process run of each (through the
+benchmark's own ``--worker``) is predicted by the real ``python -m echo_sim simulate``
+against a measured 2-rank gloo profile kept under ``tests/data/comm``. No multi-process job.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib
+import json
+import math
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks.accuracy import (
+    CASES,
+    SIZES,
+    WORKLOAD_MODULE,
+    Case,
+    SimulateError,
+    _err_pct,
+    _launch,
+    _predict,
+    _sim_flags,
+    _simulate_argv,
+    _summarise,
+    _train_flags,
+    main,
+    repredict,
+    table,
+)
+
+__all__: list[str] = []
+
+REPO = Path(__file__).resolve().parent.parent
+PROFILE = REPO / "tests" / "data" / "comm" / "gloo2_calibrated.json"
+NEW = ("bert", "resnet")
+TINY = {"bert": ["--layers", "1", "--hidden", "32", "--heads", "2", "--seq", "16",
+                 "--vocab", "50", "--micro-batch", "4"],
+        "resnet": ["--width", "4", "--blocks", "1", "--micro-batch", "4"]}
+
+
+# ------------------------------------------------------------------------------ workloads
+@pytest.mark.parametrize("size", NEW)
+def test_new_families_are_cases_with_their_own_module(size: str) -> None:
+    assert {c.layout for c in CASES if c.size == size} == {"ddp", "fsdp"}
+    mod = importlib.import_module(WORKLOAD_MODULE[size])
+    assert not WORKLOAD_MODULE[size].startswith("examples")
+    # the benchmark's flags parse in the module, for the traced and the real job alike
+    for layout in ("single", "ddp", "fsdp"):
+        cfg = mod.parse_flags(_train_flags(layout, size, steps=6, capture=Path("/t"), nproc=1))
+        assert (cfg.layout, cfg.steps, cfg.capture, cfg.trace_start, cfg.trace_end) == (
+            layout, 6, True, 2, 5)
+        assert cfg.micro_batch == int(SIZES[size][SIZES[size].index("--micro-batch") + 1])
+
+
+@pytest.mark.parametrize("size", NEW)
+def test_workload_trains_with_finite_falling_loss(size: str) -> None:
+    mod = importlib.import_module(WORKLOAD_MODULE[size])
+    cfg = mod.parse_flags(["--layout", "single", "--steps", "12", *TINY[size]])
+    job = mod.train(cfg)
+    assert len(job.step_s) == len(job.losses) == 12
+    assert all(s > 0 for s in job.step_s)
+    assert all(math.isfinite(x) for x in job.losses)
+    # 10 classes: cross-entropy starts near ln 10 = 2.30, and AdamW brings it down
+    assert 1.5 < job.losses[0] < 3.5
+    assert min(job.losses[-3:]) < job.losses[0]
+
+
+def test_bert_is_transformers_own_model() -> None:
+    from benchmarks.workloads import hf_encoder
+
+    cfg = hf_encoder.parse_flags(TINY["bert"])
+    model = hf_encoder.build_model(cfg)
+    assert type(model).__name__ == "BertForSequenceClassification"
+    assert model.config.num_labels == 10 and len(model.bert.encoder.layer) == 1
+    with pytest.raises(ValueError, match="--heads 3 must divide --hidden 32"):
+        hf_encoder.Config(hidden=32, heads=3)
+
+
+def test_resnet_stages_and_shapes() -> None:
+    import torch
+
+    from benchmarks.workloads import resnet
+
+    net = resnet.ResNet(width=4, blocks=2)
+    assert len(net.blocks()) == 6  # 3 stages x 2 BasicBlocks
+    # a projection shortcut where the width or stride changes: stages 2 and 3's first block
+    assert [type(b.shortcut).__name__ for b in net.blocks()] == [
+        "Identity", "Identity", "Sequential", "Identity", "Sequential", "Identity"]
+    assert net(torch.randn(2, 3, 32, 32)).shape == (2, 10)
+    with pytest.raises(SystemExit):
+        resnet.parse_flags(["--layout", "tp"])  # ddp / fsdp / single only
+
+
+# ------------------------------------------------------------------------------ the CLI argv
+ROOT = Path("/runs/keep")
+
+
+@pytest.mark.parametrize(("layout", "flags"), [
+    ("ddp", ["--dp", "2"]),
+    ("fsdp", ["--dp", "2", "--fsdp", "--optimizer", "foreach"]),
+    ("tp", ["--tp", "2", "--no-vocab-parallel", "--optimizer", "loop"]),
+    ("pp", ["--pp", "2", "--global-batch", "24", "--schedule", "1f1b"]),
+])
+def test_simulate_argv_per_layout(layout: str, flags: list[str]) -> None:
+    case = Case(layout=layout, size="convattn" if layout in ("tp", "pp") else "bert")
+    if layout == "pp":
+        flags[3] = "32"  # convattn: micro-batch 8 x 4 micro-batches
+    argv = _simulate_argv(ROOT / "rep1" / case.size / "trace", case, ROOT / "rep1" / "comm.json",
+                          None, None, ROOT)
+    assert argv == ["python", "-m", "echo_sim", "simulate", f"rep1/{case.size}/trace", *flags,
+                    "--comm-profile", "rep1/comm.json", "--json"]
+
+
+def test_simulate_argv_timeline_cluster_and_outside_profile() -> None:
+    case = Case(layout="ddp", size="resnet", nproc=4)
+    argv = _simulate_argv(ROOT / "rep0" / "resnet" / "trace", case, Path("/shared/comm.json"),
+                          ROOT / "rep0" / "resnet" / "ddp-sim", "cpu-gloo", ROOT)
+    assert argv[4:] == ["rep0/resnet/trace", "--dp", "4", "--cluster", "cpu-gloo", "--nodes",
+                        "1", "--gpus-per-node", "4", "--comm-profile", "/shared/comm.json",
+                        "--json", "--output", "rep0/resnet/ddp-sim", "--force"]
+
+
+@pytest.mark.parametrize("case", [Case(layout=lay, size=s) for lay in ("ddp", "fsdp", "tp", "pp")
+                                  for s in ("gpt-s", "bert")], ids=lambda c: c.name)
+def test_flags_give_the_library_config_the_job_needs(case: Case) -> None:
+    """Every library knob the benchmark relies on reaches SimConfig through a flag."""
+    from echo_sim.commands import simulate as sim_cmd
+
+    parser = argparse.ArgumentParser(prog="simulate", add_help=False)
+    sim_cmd.COMMAND.add_arguments(parser)
+    cfg = sim_cmd.sim_config(parser.parse_args(["trace", *_sim_flags(case, "comm.json")]))
+    got = {k: v for k, v in dataclasses.asdict(cfg).items() if k in (
+        "dp", "tp", "pp", "fsdp", "optimizer_foreach", "vocab_parallel", "global_batch",
+        "schedule", "cluster", "comm_profile")}
+    want: dict[str, Any] = {"dp": 1, "tp": 1, "pp": 1, "fsdp": False, "optimizer_foreach": None,
+                            "vocab_parallel": True, "global_batch": None, "schedule": "1f1b",
+                            "cluster": None, "comm_profile": "comm.json"}
+    want.update({"ddp": {"dp": 2},
+                 "fsdp": {"dp": 2, "fsdp": True, "optimizer_foreach": True},
+                 "tp": {"tp": 2, "vocab_parallel": False, "optimizer_foreach": False},
+                 "pp": {"pp": 2, "global_batch": 4 * (8 if case.size == "gpt-s" else 6)},
+                 }[case.layout])
+    assert got == want
+
+
+def test_predict_runs_the_command_in_the_run_directory(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    import tests.harness
+
+    calls: list[tuple[list[str], Any]] = []
+    out = {"iteration_time_us": 41000.5, "peak_memory_bytes": 3 << 20, "hardware": {"x": 1},
+           "calibration": {"c": 2}, "models": {"m": 3}, "warnings": ["w"],
+           "ranks": [{"rank": 0, "stage": 0, "compute_us": 30000.04, "exposed_comm_us": 5.06,
+                      "bubble_us": 0.0, "idle_us": 1.0, "peak_memory_bytes": 3 << 20,
+                      "memory": {"params": 1}}]}
+
+    def fake(args: list[str], *, timeout: float, cwd: Path) -> Any:
+        calls.append((list(args), cwd))
+        code = 0 if len(calls) == 1 else 2
+        return subprocess.CompletedProcess(args, code, json.dumps(out) if code == 0 else "",
+                                           "echo_sim: error: --comm-profile x: no such file")
+
+    monkeypatch.setattr(tests.harness, "run_python", fake)
+    case = Case(layout="fsdp", size="resnet")
+    pred = _predict(tmp_path / "rep0" / "resnet" / "trace", case, tmp_path / "rep0" / "comm.json",
+                    None, root=tmp_path)
+    (args, cwd), = calls
+    assert cwd == tmp_path
+    assert args == ["-m", "echo_sim", "simulate", "rep0/resnet/trace", "--dp", "2", "--fsdp",
+                    "--optimizer", "foreach", "--comm-profile", "rep0/comm.json", "--json"]
+    assert pred["simulate_argv"] == ["python", *args]
+    assert (pred["iteration_time_us"], pred["peak_memory_bytes"]) == (41000.5, 3 << 20)
+    assert pred["breakdown"] == [{"rank": 0, "compute_us": 30000.0, "exposed_comm_us": 5.1,
+                                  "bubble_us": 0.0, "idle_us": 1.0, "memory": {"params": 1}}]
+    assert (pred["hardware"], pred["calibration"], pred["models"], pred["warnings"]) == (
+        {"x": 1}, {"c": 2}, {"m": 3}, ["w"])
+    with pytest.raises(SimulateError, match="exit 2: echo_sim: error: --comm-profile") as e:
+        _predict(tmp_path / "t", case, tmp_path / "comm.json", None, root=tmp_path)
+    assert e.value.argv[:4] == ["python", "-m", "echo_sim", "simulate"]
+
+
+# ------------------------------------------------------------- a real trace, the real CLI
+@pytest.fixture(scope="module")
+def kept_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A --keep directory: rep0/comm.json and one captured 1-process run of each new size
+    (5 steps, steps 2..3 traced), through the benchmark's own worker."""
+    root = tmp_path_factory.mktemp("keep")
+    (root / "rep0").mkdir()
+    shutil.copy(PROFILE, root / "rep0" / "comm.json")
+    for size in NEW:
+        base = root / "rep0" / size
+        recs = _launch(_train_flags("single", size, steps=5, capture=base / "trace", nproc=1),
+                       base / "single", 1, 180, size)
+        assert len(recs[0]["step_s"]) == 5 and recs[0]["rss_before_model_bytes"] > 0
+    return root
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("size", NEW)
+def test_traced_workload_predicts_through_the_cli(kept_run: Path, size: str) -> None:
+    trace = kept_run / "rep0" / size / "trace"
+    assert (trace / "0_0" / "trace.json").is_file()
+    meta = json.loads((trace / "0_0" / "meta.json").read_text())
+    # the micro-batch detected from the model's first input (input ids / images)
+    assert (meta["micro_batch"], meta["micro_batch_source"]) == (int(SIZES[size][-1]),
+                                                                 "detected")
+    for layout in ("ddp", "fsdp"):
+        case = Case(layout=layout, size=size)
+        pred = _predict(trace, case, kept_run / "rep0" / "comm.json",
+                        kept_run / "rep0" / size / f"{layout}-sim", root=kept_run)
+        assert pred["iteration_time_us"] > 0 and pred["peak_memory_bytes"] > 0
+        assert pred["breakdown"][0]["compute_us"] > 0
+        assert pred["simulate_argv"][4:6] == [f"rep0/{size}/trace", "--dp"]
+        # --output: the simulated timeline, written by the command for compare / --diagnose
+        assert any((kept_run / "rep0" / size / f"{layout}-sim").iterdir())
+
+
+@pytest.mark.timeout(300)
+def test_repredict_goes_through_the_cli(kept_run: Path, tmp_path: Path) -> None:
+    cases = (Case(layout="ddp", size="bert"), Case(layout="fsdp", size="resnet"))
+    raw = {c.name: [{"rep": 0, "measured_us": 50_000.0, "predicted_us": 1.0,
+                     "error_pct": _err_pct(1.0, 50_000.0), "measured_mem_delta_bytes": 1 << 20,
+                     "predicted_mem_delta_bytes": 1, "load_avg_before": [0.5, 0.4, 0.3],
+                     "load_avg_after": [1.5, 0.6, 0.4]}] for c in cases}
+    singles = [{"rep": 0, "size": s, "rss_before_model_bytes": 1 << 20} for s in NEW]
+    doc = _summarise(cases, raw, singles, [0.5], steps=5, warmup=1, reps=1)
+    doc["machine"]["load_avg_per_rep"] = [{"rep": 0, "before": [0.5, 0.4, 0.3],
+                                           "after": [1.5, 0.6, 0.4]}]
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(doc))
+    new = tmp_path / "new.json"
+    assert main(["--repredict", str(old), "--keep", str(kept_run), "--output", str(new)]) == 0
+    redo = json.loads(new.read_text())
+    for row in redo["cases"]:
+        assert row["measured_us"] == 50_000.0 and row["predicted_us"] > 1.0, row
+        assert row["simulate_argv"][4] == f"rep0/{row['model']}/trace"
+        assert row["load_avg_1min_range"] == [0.5, 1.5]
+    assert redo["machine"]["load_avg_per_rep"] == doc["machine"]["load_avg_per_rep"]
+    # a kept repetition whose files are gone keeps its measurement and says why
+    gone = repredict(doc, tmp_path)
+    assert all("error" in r and "error_pct" not in r for r in gone["cases"])
+    assert "simulate exit 2" in gone["cases"][0]["error"]
+
+
+# ------------------------------------------------------------------------------ the table
+def _doc() -> dict[str, Any]:
+    argv = ["python", "-m", "echo_sim", "simulate", "rep0/bert/trace", "--dp", "2", "--fsdp",
+            "--optimizer", "foreach", "--comm-profile", "rep0/comm.json", "--json"]
+    reps = [{"rep": i, "measured_us": m, "predicted_us": p, "error_pct": _err_pct(p, m),
+             "step_spread_pct": 1.0, "measured_mem_delta_bytes": 10 << 20,
+             "predicted_mem_delta_bytes": 11 << 20,
+             "simulate_argv": [a.replace("rep0", f"rep{i}") for a in argv],
+             "load_avg_before": [b, 0.8, 0.9], "load_avg_after": [a, 1.1, 1.0]}
+            for i, (m, p, b, a) in enumerate(((50e3, 60e3, 0.4, 1.3), (52e3, 61e3, 1.3, 1.9)))]
+    doc = _summarise((Case(layout="fsdp", size="bert"), Case(layout="ddp", size="resnet")),
+                     {"fsdp/bert": reps,
+                      "ddp/resnet": [{"rep": 0, "error": "SimulateError: boom",
+                                      "simulate_argv": ["python", "-m", "echo_sim", "simulate",
+                                                        "rep0/resnet/trace", "--dp", "2"]}]},
+                     [], [0.4, 1.3], steps=6, warmup=1, reps=2)
+    doc["machine"]["load_avg_per_rep"] = [{"rep": 0, "before": [0.4, 0.8, 0.9],
+                                           "after": [1.3, 1.1, 1.0]},
+                                          {"rep": 1, "before": [1.3, 1.1, 1.0],
+                                           "after": [1.9, 1.2, 1.0]}]
+    return doc
+
+
+def test_table_says_every_rows_spread_load_and_command() -> None:
+    doc = _doc()
+    row = doc["cases"][0]
+    assert row["simulate_argv"][4] == "rep0/bert/trace"  # the first repetition's
+    assert row["load_avg_1min_range"] == [0.4, 1.9]
+    assert not row["within_noise"] and row["noise_pct"] == pytest.approx(1.96, abs=0.01)
+    text = table(doc)
+    # an error outside the noise still says the spread it was judged against
+    assert "| fsdp | bert | 2 | 51.00 | 60.50 | +18.6 (spread 2.0%) | +20.0, +17.3 | 0.4..1.9 " \
+        "| 10.0 | 11.0 | +10.0 |" in text
+    assert "| ddp | resnet | 2 | failed: SimulateError: boom |" in text
+    assert "1-min load average 0.4..1.9 during the runs" in text
+    assert "rep 0 0.40 -> 1.30, rep 1 1.30 -> 1.90; 5-min 0.80..1.20" in text
+    assert ("| fsdp/bert | `python -m echo_sim simulate rep0/bert/trace --dp 2 --fsdp "
+            "--optimizer foreach --comm-profile rep0/comm.json --json` |") in text
+    assert "| ddp/resnet | `python -m echo_sim simulate rep0/resnet/trace --dp 2` |" in text
+
+
+def test_table_of_an_older_document_without_loads_or_argv() -> None:
+    doc = _doc()
+    for row in doc["cases"]:
+        row.pop("simulate_argv", None)
+        row.pop("load_avg_1min_range", None)
+    doc["machine"].pop("load_avg_per_rep")
+    text = table(doc)
+    assert "| 0.4..1.9 |" not in text and "simulate command" not in text
+    assert "1-min load average 0.4..1.3 during the runs" in text
+    # its rows' one figure per repetition (the load after the job) still gives a range
+    for rep, load in zip(doc["cases"][0]["reps"], (0.7, 1.6), strict=True):
+        rep["load_avg_1min"] = load
+    assert "| +20.0, +17.3 | 0.7..1.6 |" in table(doc)
+
+
+def test_no_case_for_the_layouts_asked_is_an_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        main(["--sizes", "bert,resnet", "--layouts", "tp"])
+    assert e.value.code == 2
+    assert "no case for --layouts tp on --sizes bert,resnet" in capsys.readouterr().err
