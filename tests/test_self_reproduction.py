@@ -214,3 +214,17 @@ def test_pipeline_trace_is_joined_and_cut_where_the_job_cut(
     got = _json("simulate", str(traced_runs["pp"]))
     assert [r["stage"] for r in got["ranks"]] == [0, 1]
     assert got["layout"]["micro_batches"] == 2
+
+
+def test_benchmark_table_says_noise_and_load() -> None:
+    from benchmarks.self_reproduction import main, table
+
+    rows = [{"rep": i, "measured_us": 60e3, "spread": 0.04, "simulated_us": 60e3 * (1 + e),
+             "simulated_profile_us": 60e3 * (1 + e), "error": e, "error_profile": e,
+             "load_avg": [0.5, 1.5]} for i, e in enumerate((-0.03, 0.01, -0.02))]
+    text = table({"layouts": {"ddp": rows, "tp": []}})
+    assert "| ddp | 60.0 ms | -3.0, +1.0, -2.0 | -3.0, +1.0, -2.0 | -2.0 % (within noise) | "\
+        "4.0 % | 0.50–1.50 |" in text
+    assert "| tp |" not in text
+    with pytest.raises(SystemExit):
+        main(["--layouts", "ring"])
