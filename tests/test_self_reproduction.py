@@ -228,3 +228,15 @@ def test_benchmark_table_says_noise_and_load() -> None:
     assert "| tp |" not in text
     with pytest.raises(SystemExit):
         main(["--layouts", "ring"])
+
+
+def test_search_prices_the_traced_layout_as_simulate_does() -> None:
+    """One predictor: search's row for the traced layout of a multi-rank trace is what
+    ``simulate TRACE`` (no flag) says, the trace's own collectives included."""
+    found = _json("search", str(REAL_DDP), "--gpus", "2", "--global-batch", "16", "--top",
+                  "100")
+    row = next(r for r in found["ranked"] if r["label"] == "dp2 tp1 pp1 mb8 ddp")
+    alone = _json("simulate", str(REAL_DDP))
+    assert row["iteration_time_us"] == pytest.approx(alone["iteration_time_us"], rel=1e-9)
+    again = _json("simulate", *row["simulate"].split()[4:])
+    assert again["iteration_time_us"] == pytest.approx(row["iteration_time_us"], rel=1e-9)

@@ -25,7 +25,9 @@ a step's collectives add up to the median step's, as the compute ops' medians ar
 (:mod:`echo_sim.workload.ops`); kept as a
 :class:`~echo_sim.cost.comm_profile.CommProfile` with the same interpolation.
 
-:class:`TracedFirst` prices a collective from that profile when the trace holds the op over
+``simulate`` uses it at the layout the trace ran, on the hardware it ran on (another layout
+is priced by one model for all its collectives). :class:`TracedFirst` prices a collective
+from that profile when the trace holds the op over
 a group of that size at a size within a factor of :data:`REACH` of the traced ones, else
 from the model it wraps (a measured ``--comm-profile`` or the cluster's alpha-beta).
 """

@@ -292,15 +292,20 @@ def simulate(trace: Trace | Workload, config: SimConfig, *, comm: Any = None,
                                   "between GPUs; the off-node rate is not used")
     given = comm is not None
     comm, profile = _comm_model(config, cluster, comm, notes)
-    traced_hw = config.cluster is None and config.gpu is None
-    if not given and traced_hw and tl is not None and tl.parallel:
+    # the trace's own op times and collectives hold on the hardware it ran on (a preset
+    # named for it, as search names it, included), not on retimed or re-wired targets;
+    # its collectives price the layout it ran, whose calls they are: another layout is
+    # priced by one model for all its collectives (a DDP trace's bucket all-reduces, slowed
+    # by the backward they overlapped, say nothing of FSDP's blocking all-gathers)
+    traced_hw = not hw.retimed and config.network is None
+    same = tl is not None and tl.parallel and _same_layout(config, tl)
+    if not given and traced_hw and same:
         comm = _traced_comm(workload, comm, notes)
     is_cpu = cluster.gpu.name == "cpu"
     # host calibration applies to a CPU target from a CPU profile only, and not to the
     # layout the trace was taken at on its own host: its op times already hold those costs
     host = profile if is_cpu and profile is not None and profile.device == "cpu" else None
-    if host is not None and traced_hw and tl is not None and tl.parallel and _same_layout(
-            config, tl):
+    if host is not None and traced_hw and same and tl is not None:
         host = None
         notes.models.append(f"host calibration of {config.comm_profile}: not applied (the "
                             f"trace ran this layout, {tl.describe()}, on this host: its op "
