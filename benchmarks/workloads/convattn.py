@@ -18,12 +18,10 @@ Flags: ``--layout single|ddp|fsdp|tp|pp``, ``--blocks 4``, ``--width 96``, ``--h
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sys
-import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +29,10 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 from torch import nn
+
+if str(Path(__file__).resolve().parents[2]) not in sys.path:  # run as a script
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from benchmarks.workloads import harness  # noqa: E402
 
 __all__ = ["ConvAttnNet", "Job", "build_job", "parse_flags", "train"]
 
@@ -156,19 +158,8 @@ def parse_flags(argv: Sequence[str]) -> Config:
     return Config(**{k: v for k, v in vars(a).items()})
 
 
-@dataclass
-class Job:
-    """A built job: :meth:`step` runs one optimizer step and records its wall time."""
+Job = harness.Job
 
-    rank: int
-    world_size: int
-    run_step: Callable[[int], None]
-    step_s: list[float] = field(default_factory=list)
-
-    def step(self, index: int) -> None:
-        t0 = time.perf_counter()
-        self.run_step(index)
-        self.step_s.append(time.perf_counter() - t0)
 
 
 def _batch(n: int, step: int, index: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -266,42 +257,14 @@ def build_job(cfg: Config) -> Job:
     return _pp_job(cfg, rank, world) if cfg.layout == "pp" else _dp_job(cfg, rank, world)
 
 
-@contextlib.contextmanager
-def _capture(cfg: Config) -> Iterator[None]:
-    if not cfg.capture:
-        yield
-        return
-    import echo_trace
-
-    with echo_trace.capture(out_dir=cfg.trace_dir, start_step=cfg.trace_start,
-                            end_step=cfg.trace_end):
-        yield
-
-
 def train(cfg: Config, job: Job | None = None) -> Job:
     """Run ``cfg.steps`` steps (inside ``echo_trace.capture`` with ``--capture``)."""
-    job = job or build_job(cfg)
-    with _capture(cfg):
-        for i in range(cfg.steps):
-            job.step(i)
-    return job
+    return harness.train(cfg, job or build_job(cfg))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    cfg = parse_flags(sys.argv[1:] if argv is None else argv)
-    try:
-        job = train(cfg)
-        if dist.is_initialized():
-            dist.barrier()
-        print(f"rank {job.rank}: median step "
-              f"{sorted(job.step_s)[len(job.step_s) // 2] * 1e3:.1f} ms", file=sys.stderr)
-    finally:
-        if dist.is_initialized():
-            dist.destroy_process_group()
-    return 0
+    return harness.run_main(parse_flags, build_job, argv)
 
 
 if __name__ == "__main__":
-    if str(Path(__file__).resolve().parents[2]) not in sys.path:
-        sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     raise SystemExit(main())

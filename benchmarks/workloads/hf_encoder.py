@@ -22,22 +22,22 @@ accumulation: N / (micro-batch × data-parallel degree) micro-batches per step),
 from __future__ import annotations
 
 import argparse
-import contextlib
-import os
 import sys
-import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-import torch.distributed as dist
 import torch.nn.functional as F
 from torch import nn
 
+if str(Path(__file__).resolve().parents[2]) not in sys.path:  # run as a script
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 # imported here, not in build_model: benchmarks/accuracy.py's worker samples RSS after
 # importing this module and before building the model, so the library is not model memory
 from transformers import BertConfig, BertForSequenceClassification
+
+from benchmarks.workloads import harness  # noqa: E402
 
 __all__ = ["Config", "Job", "build_job", "build_model", "parse_flags", "train"]
 
@@ -96,22 +96,8 @@ def parse_flags(argv: Sequence[str]) -> Config:
     return Config(**vars(a))
 
 
-@dataclass
-class Job:
-    """A built job: :meth:`step` runs one optimizer step and records its wall time (s) and
-    this rank's loss."""
+Job = harness.Job
 
-    rank: int
-    world_size: int
-    run_step: Callable[[int], float]
-    step_s: list[float] = field(default_factory=list)
-    losses: list[float] = field(default_factory=list)
-
-    def step(self, index: int) -> None:
-        t0 = time.perf_counter()
-        loss = self.run_step(index)
-        self.step_s.append(time.perf_counter() - t0)
-        self.losses.append(loss)
 
 
 def build_model(cfg: Config) -> BertForSequenceClassification:
@@ -154,65 +140,28 @@ def _job(cfg: Config, rank: int, world: int) -> Job:
     opt = torch.optim.AdamW(model.parameters(), foreach=True)
 
     def run_step(step: int) -> float:
-        opt.zero_grad(set_to_none=True)
-        total = 0.0
-        for i in range(accum):
+        def loss_of(i: int) -> torch.Tensor:
             x, y = _batch(cfg, cfg.micro_batch, step, rank * accum + i)
-            loss = F.cross_entropy(model(x).logits, y).div(accum)
-            loss.backward()
-            total += float(loss.detach())
-        opt.step()
-        return total
+            return F.cross_entropy(model(x).logits, y)
+
+        return harness.accumulate(opt, accum, loss_of)
 
     return Job(rank, world, run_step)
 
 
 def build_job(cfg: Config) -> Job:
     """Build the model, its parallel wrapping and optimizer (joins the process group)."""
-    if cfg.layout == "single":
-        return _job(cfg, 0, 1)
-    if not dist.is_initialized():
-        dist.init_process_group("gloo")
-    return _job(cfg, dist.get_rank(), int(os.environ.get("WORLD_SIZE", "1")))
-
-
-@contextlib.contextmanager
-def _capture(cfg: Config) -> Iterator[None]:
-    if not cfg.capture:
-        yield
-        return
-    import echo_trace
-
-    with echo_trace.capture(out_dir=cfg.trace_dir, start_step=cfg.trace_start,
-                            end_step=cfg.trace_end):
-        yield
+    return harness.build(cfg, _job)
 
 
 def train(cfg: Config, job: Job | None = None) -> Job:
     """Run ``cfg.steps`` steps (inside ``echo_trace.capture`` with ``--capture``)."""
-    job = job or build_job(cfg)
-    with _capture(cfg):
-        for i in range(cfg.steps):
-            job.step(i)
-    return job
+    return harness.train(cfg, job or build_job(cfg))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    cfg = parse_flags(sys.argv[1:] if argv is None else argv)
-    try:
-        job = train(cfg)
-        if dist.is_initialized():
-            dist.barrier()
-        print(f"rank {job.rank}: median step "
-              f"{sorted(job.step_s)[len(job.step_s) // 2] * 1e3:.1f} ms, last loss "
-              f"{job.losses[-1]:.3f}", file=sys.stderr)
-    finally:
-        if dist.is_initialized():
-            dist.destroy_process_group()
-    return 0
+    return harness.run_main(parse_flags, build_job, argv)
 
 
 if __name__ == "__main__":
-    if str(Path(__file__).resolve().parents[2]) not in sys.path:
-        sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     raise SystemExit(main())

@@ -1,0 +1,102 @@
+"""What every workload module of ``benchmarks/workloads`` shares: the built job, the capture
+window, the training loop and the command-line ``main``.
+
+A workload module (``convattn``, ``hf_encoder``, ``resnet``) defines ``parse_flags(argv)``
+(a config with ``steps``, ``capture``, ``trace_dir``, ``trace_start``, ``trace_end``) and
+``build_job(cfg)``; ``benchmarks/accuracy.py`` drives them all the same way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch.distributed as dist
+
+__all__ = ["Job", "accumulate", "build", "capturing", "run_main", "train"]
+
+
+@dataclass
+class Job:
+    """A built job: :meth:`step` runs one optimizer step and records its wall time (s) and,
+    when ``run_step`` returns one, its loss."""
+
+    rank: int
+    world_size: int
+    run_step: Callable[[int], float | None]
+    step_s: list[float] = field(default_factory=list)
+    losses: list[float] = field(default_factory=list)
+
+    def step(self, index: int) -> None:
+        t0 = time.perf_counter()
+        loss = self.run_step(index)
+        self.step_s.append(time.perf_counter() - t0)
+        if loss is not None:
+            self.losses.append(float(loss))
+
+
+def accumulate(opt: Any, accum: int, loss_of: Callable[[int], Any]) -> float:
+    """One optimizer step over ``accum`` micro-batches (``loss_of(i)``: micro-batch ``i``'s
+    loss); the summed loss, each scaled by ``1/accum``."""
+    opt.zero_grad(set_to_none=True)
+    total = 0.0
+    for i in range(accum):
+        loss = loss_of(i).div(accum)
+        loss.backward()
+        total += float(loss.detach())
+    opt.step()
+    return total
+
+
+def build(cfg: Any, make: Callable[[Any, int, int], Job]) -> Job:
+    """``make(cfg, rank, world)``, joining the gloo process group unless ``cfg.layout`` is
+    ``single``."""
+    import os
+
+    if cfg.layout == "single":
+        return make(cfg, 0, 1)
+    if not dist.is_initialized():
+        dist.init_process_group("gloo")
+    return make(cfg, dist.get_rank(), int(os.environ.get("WORLD_SIZE", "1")))
+
+
+@contextlib.contextmanager
+def capturing(cfg: Any) -> Iterator[None]:
+    """``echo_trace.capture`` over ``cfg``'s window when ``cfg.capture``, else nothing."""
+    if not cfg.capture:
+        yield
+        return
+    import echo_trace
+
+    with echo_trace.capture(out_dir=cfg.trace_dir, start_step=cfg.trace_start,
+                            end_step=cfg.trace_end):
+        yield
+
+
+def train(cfg: Any, job: Job) -> Job:
+    """Run ``cfg.steps`` steps of ``job`` (inside the capture window with ``cfg.capture``)."""
+    with capturing(cfg):
+        for i in range(cfg.steps):
+            job.step(i)
+    return job
+
+
+def run_main(parse_flags: Callable[[Sequence[str]], Any], build_job: Callable[[Any], Job],
+             argv: Sequence[str] | None = None) -> int:
+    """A workload's command line: parse, build, train, report the median step on stderr."""
+    cfg = parse_flags(sys.argv[1:] if argv is None else argv)
+    try:
+        job = train(cfg, build_job(cfg))
+        if dist.is_initialized():
+            dist.barrier()
+        loss = f", last loss {job.losses[-1]:.3f}" if job.losses else ""
+        print(f"rank {job.rank}: median step "
+              f"{sorted(job.step_s)[len(job.step_s) // 2] * 1e3:.1f} ms{loss}", file=sys.stderr)
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+    return 0
