@@ -88,7 +88,8 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-__all__ = ["CASES", "SIZES", "Case", "main", "repredict", "run_benchmark", "table"]
+__all__ = ["CASES", "SIZES", "Case", "half_iqr_pct", "main", "repredict", "run_benchmark",
+           "table"]
 
 RESULTS = REPO / "benchmarks" / "results" / "accuracy.json"
 SCRIPT = Path(__file__).resolve()
@@ -228,15 +229,20 @@ def _iteration_us(recs: list[dict[str, Any]], warmup: int) -> float:
     return statistics.median(_slowest_steps(recs, warmup)) * 1e6
 
 
-def _step_spread_pct(recs: list[dict[str, Any]], warmup: int) -> float:
-    """Half the inter-quartile range of the slowest rank's step times over their median (%)."""
-    xs = _slowest_steps(recs, warmup)
+def half_iqr_pct(xs: list[float]) -> float:
+    """Half the inter-quartile range of ``xs`` over their median (%; fewer than 4 values:
+    half the range); 0 for fewer than 2."""
     if len(xs) < 2:
         return 0.0
     q1, med, q3 = statistics.quantiles(xs, n=4) if len(xs) >= 4 else (min(xs),
                                                                       statistics.median(xs),
                                                                       max(xs))
     return 100.0 * (q3 - q1) / 2 / med if med else 0.0
+
+
+def _step_spread_pct(recs: list[dict[str, Any]], warmup: int) -> float:
+    """Half the inter-quartile range of the slowest rank's step times over their median (%)."""
+    return half_iqr_pct(_slowest_steps(recs, warmup))
 
 
 def _rep_spread_pct(values: list[float]) -> float:

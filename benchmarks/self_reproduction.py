@@ -32,6 +32,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+if str(Path(__file__).resolve().parent.parent) not in sys.path:  # run as a script
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from benchmarks.accuracy import half_iqr_pct  # noqa: E402
+
 REPO = Path(__file__).resolve().parent.parent
 PROFILE = REPO / "tests" / "data" / "comm" / "gloo2_calibrated.json"
 LAYOUTS = ("ddp", "fsdp", "tp", "pp")
@@ -66,11 +70,6 @@ def _trace(layout: str, out: Path, steps: int) -> None:
         raise RuntimeError(f"{layout} run failed: {done.stderr.strip()[-400:]}")
 
 
-def _spread(values: list[float]) -> float:
-    q = statistics.quantiles(values, n=4)
-    return (q[2] - q[0]) / 2 / statistics.median(values)
-
-
 def run(layouts: tuple[str, ...], reps: int, steps: int, profile: Path,
         root: Path) -> dict[str, Any]:
     """Every repetition of every layout (see the module doc)."""
@@ -82,7 +81,7 @@ def run(layouts: tuple[str, ...], reps: int, steps: int, profile: Path,
             _trace(layout, trace, steps)
             col = _cli("collect", str(trace))
             measured = col["iteration_time_us"]
-            spread = _spread([s["iteration_us"] for s in col["per_step"]])
+            spread = half_iqr_pct([s["iteration_us"] for s in col["per_step"]]) / 100
             plain = _cli("simulate", str(trace))["iteration_time_us"]
             with_p = _cli("simulate", str(trace), "--comm-profile", str(profile))
             rows[layout].append({

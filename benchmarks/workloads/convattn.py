@@ -118,18 +118,12 @@ class ConvAttnNet(nn.Module):
 
 
 @dataclass(frozen=True, kw_only=True)
-class Config:
+class Config(harness.RunConfig):
     layout: str = "single"
     blocks: int = 4
     width: int = 96
     heads: int = 4
     micro_batch: int = 16
-    global_batch: int | None = None
-    steps: int = 10
-    capture: bool = False
-    trace_dir: str = "traces"
-    trace_start: int = 2
-    trace_end: int = 8
 
     def __post_init__(self) -> None:
         if self.layout not in LAYOUTS:
@@ -148,12 +142,7 @@ def parse_flags(argv: Sequence[str]) -> Config:
     p.add_argument("--width", type=int, default=96)
     p.add_argument("--heads", type=int, default=4)
     p.add_argument("--micro-batch", type=int, default=16)
-    p.add_argument("--global-batch", type=int, default=None)
-    p.add_argument("--steps", type=int, default=10)
-    p.add_argument("--capture", action="store_true")
-    p.add_argument("--trace-dir", default="traces")
-    p.add_argument("--trace-start", type=int, default=2)
-    p.add_argument("--trace-end", type=int, default=8)
+    harness.add_run_flags(p, "images")
     a = p.parse_args(list(argv))
     return Config(**{k: v for k, v in vars(a).items()})
 

@@ -8,6 +8,7 @@ A workload module (``convattn``, ``hf_encoder``, ``resnet``) defines ``parse_fla
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import sys
 import time
@@ -17,7 +18,33 @@ from typing import Any
 
 import torch.distributed as dist
 
-__all__ = ["Job", "accumulate", "build", "capturing", "run_main", "train"]
+__all__ = ["Job", "RunConfig", "accumulate", "add_run_flags", "build", "capturing",
+           "data_parallel_job", "run_main", "train"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunConfig:
+    """The run settings every workload's config has (its model and layout fields are its
+    own): samples per step, steps, and the capture window."""
+
+    global_batch: int | None = None
+    steps: int = 10
+    capture: bool = False
+    trace_dir: str = "traces"
+    trace_start: int = 2
+    trace_end: int = 8
+
+
+def add_run_flags(p: argparse.ArgumentParser, unit: str) -> None:
+    """The flags of :class:`RunConfig` (``unit``: what a sample is, e.g. "images")."""
+    p.add_argument("--global-batch", type=int, default=None,
+                   help=f"{unit} per step over all data-parallel ranks (default: "
+                        "micro-batch x data-parallel degree)")
+    p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--capture", action="store_true", help="trace with echo_trace.capture")
+    p.add_argument("--trace-dir", default="traces")
+    p.add_argument("--trace-start", type=int, default=2)
+    p.add_argument("--trace-end", type=int, default=8)
 
 
 @dataclass
@@ -50,6 +77,24 @@ def accumulate(opt: Any, accum: int, loss_of: Callable[[int], Any]) -> float:
         total += float(loss.detach())
     opt.step()
     return total
+
+
+def data_parallel_job(cfg: Any, rank: int, world: int, model: Any,
+                      loss: Callable[[Any, int, int], Any]) -> Job:
+    """A job of ``model`` (already wrapped for ``cfg.layout``) with AdamW (foreach): each step
+    accumulates ``global_batch / (micro_batch · dp)`` micro-batches, micro-batch ``i`` of
+    step ``s`` on this rank costing ``loss(model, s, rank · accum + i)``."""
+    import torch
+
+    dp = world if cfg.layout != "single" else 1
+    gb = cfg.global_batch or cfg.micro_batch * dp
+    accum = max(1, gb // (cfg.micro_batch * dp))
+    opt = torch.optim.AdamW(model.parameters(), foreach=True)
+
+    def run_step(step: int) -> float:
+        return accumulate(opt, accum, lambda i: loss(model, step, rank * accum + i))
+
+    return Job(rank, world, run_step)
 
 
 def build(cfg: Any, make: Callable[[Any, int, int], Job]) -> Job:

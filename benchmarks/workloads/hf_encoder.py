@@ -46,7 +46,7 @@ CLASSES = 10
 
 
 @dataclass(frozen=True, kw_only=True)
-class Config:
+class Config(harness.RunConfig):
     """One run; built from command-line flags by :func:`parse_flags`."""
 
     layout: str = "single"
@@ -56,12 +56,6 @@ class Config:
     seq: int = 64
     vocab: int = 1000
     micro_batch: int = 8
-    global_batch: int | None = None
-    steps: int = 10
-    capture: bool = False
-    trace_dir: str = "traces"
-    trace_start: int = 2
-    trace_end: int = 8
 
     def __post_init__(self) -> None:
         if self.layout not in LAYOUTS:
@@ -84,14 +78,7 @@ def parse_flags(argv: Sequence[str]) -> Config:
     p.add_argument("--seq", type=int, default=64, help="tokens per sequence (default 64)")
     p.add_argument("--vocab", type=int, default=1000, help="vocabulary size (default 1000)")
     p.add_argument("--micro-batch", type=int, default=8, help="sequences per forward")
-    p.add_argument("--global-batch", type=int, default=None,
-                   help="sequences per step over all data-parallel ranks (default: "
-                        "micro-batch x data-parallel degree)")
-    p.add_argument("--steps", type=int, default=10)
-    p.add_argument("--capture", action="store_true", help="trace with echo_trace.capture")
-    p.add_argument("--trace-dir", default="traces")
-    p.add_argument("--trace-start", type=int, default=2)
-    p.add_argument("--trace-end", type=int, default=8)
+    harness.add_run_flags(p, "sequences")
     a = p.parse_args(list(argv))
     return Config(**vars(a))
 
@@ -134,19 +121,12 @@ def _parallelize(model: BertForSequenceClassification, cfg: Config, world: int) 
 def _job(cfg: Config, rank: int, world: int) -> Job:
     bert = build_model(cfg)
     model = bert if cfg.layout == "single" else _parallelize(bert, cfg, world)
-    dp = world if cfg.layout != "single" else 1
-    gb = cfg.global_batch or cfg.micro_batch * dp
-    accum = max(1, gb // (cfg.micro_batch * dp))
-    opt = torch.optim.AdamW(model.parameters(), foreach=True)
 
-    def run_step(step: int) -> float:
-        def loss_of(i: int) -> torch.Tensor:
-            x, y = _batch(cfg, cfg.micro_batch, step, rank * accum + i)
-            return F.cross_entropy(model(x).logits, y)
+    def loss(model: nn.Module, step: int, index: int) -> torch.Tensor:
+        x, y = _batch(cfg, cfg.micro_batch, step, index)
+        return F.cross_entropy(model(x).logits, y)
 
-        return harness.accumulate(opt, accum, loss_of)
-
-    return Job(rank, world, run_step)
+    return harness.data_parallel_job(cfg, rank, world, model, loss)
 
 
 def build_job(cfg: Config) -> Job:

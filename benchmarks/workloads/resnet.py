@@ -90,19 +90,13 @@ class ResNet(nn.Module):
 
 
 @dataclass(frozen=True, kw_only=True)
-class Config:
+class Config(harness.RunConfig):
     """One run; built from command-line flags by :func:`parse_flags`."""
 
     layout: str = "single"
     width: int = 16
     blocks: int = 2
     micro_batch: int = 12
-    global_batch: int | None = None
-    steps: int = 10
-    capture: bool = False
-    trace_dir: str = "traces"
-    trace_start: int = 2
-    trace_end: int = 8
 
     def __post_init__(self) -> None:
         if self.layout not in LAYOUTS:
@@ -118,14 +112,7 @@ def parse_flags(argv: Sequence[str]) -> Config:
     p.add_argument("--width", type=int, default=16, help="first stage's channels (default 16)")
     p.add_argument("--blocks", type=int, default=2, help="BasicBlocks per stage (default 2)")
     p.add_argument("--micro-batch", type=int, default=12, help="images per forward")
-    p.add_argument("--global-batch", type=int, default=None,
-                   help="images per step over all data-parallel ranks (default: "
-                        "micro-batch x data-parallel degree)")
-    p.add_argument("--steps", type=int, default=10)
-    p.add_argument("--capture", action="store_true", help="trace with echo_trace.capture")
-    p.add_argument("--trace-dir", default="traces")
-    p.add_argument("--trace-start", type=int, default=2)
-    p.add_argument("--trace-end", type=int, default=8)
+    harness.add_run_flags(p, "images")
     a = p.parse_args(list(argv))
     return Config(**vars(a))
 
@@ -165,19 +152,12 @@ def _parallelize(model: ResNet, cfg: Config, world: int) -> nn.Module:
 def _job(cfg: Config, rank: int, world: int) -> Job:
     net = _model(cfg)
     model: nn.Module = net if cfg.layout == "single" else _parallelize(net, cfg, world)
-    dp = world if cfg.layout != "single" else 1
-    gb = cfg.global_batch or cfg.micro_batch * dp
-    accum = max(1, gb // (cfg.micro_batch * dp))
-    opt = torch.optim.AdamW(model.parameters(), foreach=True)
 
-    def run_step(step: int) -> float:
-        def loss_of(i: int) -> torch.Tensor:
-            x, y = _batch(cfg.micro_batch, step, rank * accum + i)
-            return F.cross_entropy(model(x), y)
+    def loss(model: nn.Module, step: int, index: int) -> torch.Tensor:
+        x, y = _batch(cfg.micro_batch, step, index)
+        return F.cross_entropy(model(x), y)
 
-        return harness.accumulate(opt, accum, loss_of)
-
-    return Job(rank, world, run_step)
+    return harness.data_parallel_job(cfg, rank, world, model, loss)
 
 
 def build_job(cfg: Config) -> Job:

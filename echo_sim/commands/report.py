@@ -56,9 +56,10 @@ def _predict(path: str, flags: str, trace: Any) -> tuple[Any, str, dict[str, Any
     opts = parser.parse_args([path, *argv])
     if opts.output:
         raise ConfigError("--simulate: --output is simulate's own; run simulate for it")
-    from echo_sim.workload.traced_layout import traced_layout
+    from echo_sim.workload.traced import traced_workload
 
-    res = simulate(trace, sim_cmd.sim_config(opts, traced_layout(trace)), keep=True)
+    workload = traced_workload(trace)
+    res = simulate(workload, sim_cmd.sim_config(opts, workload.traced_layout), keep=True)
     pred = overview(res.to_trace(), top=10)
     d = res.to_dict()
     label = "predicted" + (f" ({flags.strip()})" if flags.strip() else "")

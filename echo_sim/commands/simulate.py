@@ -296,16 +296,16 @@ def simulate_argv(config: Any) -> list[str]:
 def run(opts: Any) -> Result:
     from echo_sim.load import load_trace
     from echo_sim.sim.simulate import simulate
-    from echo_sim.workload.traced_layout import traced_layout
+    from echo_sim.workload.traced import traced_workload
 
     sim_config(opts)  # the flags' own errors before any work
     if opts.output:
         check_output_dir("--output", opts.output)  # before the work
-    trace = load_trace(opts.paths[0])
-    traced = traced_layout(trace)
+    workload = traced_workload(load_trace(opts.paths[0]))
+    traced = workload.traced_layout
     config = sim_config(opts, traced)
     extra = tuple(load_trace(p) for p in opts.batch_trace or ())
-    res = simulate(trace, config, batch_traces=extra, keep=bool(opts.output))
+    res = simulate(workload, config, batch_traces=extra, keep=bool(opts.output))
     if traced.parallel and not layout_flags_given(opts):
         res.models.insert(0, f"layout: the traced one, {traced.describe()}, read from the "
                              "trace's process groups and stages (--dp/--tp/--pp name another)")

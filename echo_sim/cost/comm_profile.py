@@ -66,20 +66,23 @@ _MIN_BETA_US_PER_BYTE = 1e-12
 Key = tuple[str, int]
 
 
-def trimmed_mean(xs: Sequence[float], cut: float = 0.1) -> float:
-    """Mean of ``xs`` without its ``floor(cut · n)`` smallest and largest values."""
+def _trimmed(xs: Sequence[float], cut: float) -> list[float]:
+    """``xs`` sorted, without its ``floor(cut · n)`` smallest and largest values."""
     v = sorted(float(x) for x in xs)
     k = int(cut * len(v))
-    v = v[k:len(v) - k] or v
+    return v[k:len(v) - k] or v
+
+
+def trimmed_mean(xs: Sequence[float], cut: float = 0.1) -> float:
+    """Mean of ``xs`` without its ``floor(cut · n)`` smallest and largest values."""
+    v = _trimmed(xs, cut)
     return sum(v) / len(v)
 
 
 def trimmed_stderr_pct(xs: Sequence[float], cut: float = 0.1) -> float:
     """Standard error of :func:`trimmed_mean` as a percentage of it: 100 · s / √k / mean
     over the ``k`` values kept (s their sample standard deviation; 0 for fewer than 2)."""
-    v = sorted(float(x) for x in xs)
-    k = int(cut * len(v))
-    v = v[k:len(v) - k] or v
+    v = _trimmed(xs, cut)
     if len(v) < 2:
         return 0.0
     m = sum(v) / len(v)

@@ -123,26 +123,29 @@ def _covered_us(lo: np.ndarray, hi: np.ndarray, qk: np.ndarray, a: np.ndarray,
     return upto(hi) - upto(lo)
 
 
-def _called_in_ops(trace: Trace, crows: np.ndarray, cks: np.ndarray, lk: np.ndarray,
-                   lts: np.ndarray, lend: np.ndarray) -> np.ndarray:
-    """Which Comm rows ``crows`` (step groups ``cks``) an op waited for inside its own
-    event: synchronous ones (``async: false``: FSDP2's post-backward reduce-scatter and the
-    next unit's all-gather run in a leaf's backward hooks on gloo), and asynchronous ones
-    other than DDP's reducer that start and end inside one leaf (DTensor's input-gradient
-    all-reduce, issued and waited in the column-parallel op's backward). Their time is
-    communication, which the simulator models itself, not the op's compute. DDP's buckets
-    run on the backend's own thread beside the backward: not these."""
-    out = np.zeros(crows.size, dtype=bool)
-    if crows.size == 0:
-        return out
+def _comm_kinds(trace: Trace, crows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per Comm row, from its args (read once): (synchronous, DDP's reducer, asynchronous
+    other than DDP's)."""
     args = [trace.comm_args.get(int(r), {}) for r in crows.tolist()]
-    out[:] = [x.get("async") is False for x in args]
-    cand = np.asarray([x.get("async") is True and x.get("path") != "ddp" for x in args],
-                      dtype=bool)
+    sync = np.asarray([x.get("async") is False for x in args], dtype=bool)
+    ddp = np.asarray([x.get("path") == "ddp" for x in args], dtype=bool)
+    other = np.asarray([x.get("async") is True for x in args], dtype=bool) & ~ddp
+    return sync, ddp, other
+
+
+def _called_in_ops(sync: np.ndarray, cand: np.ndarray, ca: np.ndarray, cb: np.ndarray,
+                   cks: np.ndarray, lk: np.ndarray, lts: np.ndarray,
+                   lend: np.ndarray) -> np.ndarray:
+    """Which Comm slices ``[ca, cb]`` (step groups ``cks``) an op waited for inside its own
+    event: synchronous ones (``sync``: FSDP2's post-backward reduce-scatter and the next
+    unit's all-gather run in a leaf's backward hooks on gloo), and asynchronous ones other
+    than DDP's reducer (``cand``) that start and end inside one leaf (DTensor's
+    input-gradient all-reduce, issued and waited in the column-parallel op's backward).
+    Their time is communication, which the simulator models itself, not the op's compute.
+    DDP's buckets run on the backend's own thread beside the backward: not these."""
+    out = sync.copy()
     if not cand.any() or lk.size == 0:
         return out
-    ev = trace.events
-    ca, cb = ev.ts_us[crows], ev.ts_us[crows] + ev.dur_us[crows]
     for g in np.unique(cks[cand]).tolist():
         lo, hi = np.searchsorted(lk, g, "left"), np.searchsorted(lk, g, "right")
         q = np.flatnonzero(cand & (cks == g))
@@ -186,27 +189,24 @@ def step_leaves(trace: Trace, rank: int, steps: list[int]) -> StepLeaves:
     gap = np.maximum(0.0, nxt - end)
     q = np.flatnonzero(has_next & (gap > 0))
     comm = cats == int(Cat.COMM)
-    a = ev.ts_us[rows[comm]]
-    b = a + ev.dur_us[rows[comm]]
-    cov = _covered_us(end[q], nxt[q], ck[q], a, b, k[comm])
+    comm_rows, comm_k = rows[comm], k[comm]
+    a = ev.ts_us[comm_rows]
+    b = a + ev.dur_us[comm_rows]
+    sync, ddp, other = _comm_kinds(trace, comm_rows)
+    cov = _covered_us(end[q], nxt[q], ck[q], a, b, comm_k)
     # DDP's buckets run on the backend's thread while backward goes on: a gap before another
     # backward op is the host's own work even while a bucket is in flight (only the gap
     # before the optimizer waits for them)
-    ddp = np.asarray([trace.comm_args.get(int(r), {}).get("path") == "ddp"
-                      for r in rows[comm].tolist()], dtype=bool)
     if ddp.any():
         nxt_bw = np.r_[ev.cat[crow[1:]] == int(Cat.BW), False][q]
-        cov_no_ddp = _covered_us(end[q], nxt[q], ck[q], a[~ddp], b[~ddp], k[comm][~ddp])
+        cov_no_ddp = _covered_us(end[q], nxt[q], ck[q], a[~ddp], b[~ddp], comm_k[~ddp])
         cov = np.where(nxt_bw, cov_no_ddp, cov)
     gap[q] -= np.minimum(gap[q], cov)
     gap[~has_next] = 0.0
     dur = end - ts
-    called = _called_in_ops(trace, rows[comm], k[comm], ck, ts, end)
+    called = _called_in_ops(sync, other, a, b, comm_k, ck, ts, end)
     if called.any():
-        crows = rows[comm][called]
-        ca = ev.ts_us[crows]
-        inside = _covered_us(ts, end, ck, ca, ca + ev.dur_us[crows], k[comm][called])
-        dur -= np.minimum(dur, inside)
+        dur -= np.minimum(dur, _covered_us(ts, end, ck, a[called], b[called], comm_k[called]))
 
     counts = np.bincount(ck, minlength=n)
     keep = np.flatnonzero(counts > 0)

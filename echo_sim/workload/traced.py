@@ -38,14 +38,9 @@ __all__ = ["slowest_rank", "traced_workload"]
 
 def slowest_rank(trace: Trace, ranks: Sequence[int]) -> int:
     """The rank of ``ranks`` with the longest median step (ties: the lowest rank)."""
-    steps = trace.steps or sorted({int(s) for s in trace.events.step if s >= 0})
-
     def median_step(r: int) -> float:
-        spans = []
-        for s in steps:
-            if trace.step_rows(r, s).size:
-                a, b = trace.iteration_bounds(r, s)
-                spans.append(b - a)
+        spans = [b - a for a, b in (trace.bounds_of_rows(part) for s, part
+                                    in trace.rows_by_step(r).items() if s >= 0 and part.size)]
         return float(np.median(spans)) if spans else 0.0
 
     return max(sorted(ranks), key=median_step)
