@@ -290,8 +290,6 @@ def simulate(trace: Trace | Workload, config: SimConfig, *, comm: Any = None,
         if config.network.gpu_mesh and config.network.remote_bw_gbps is not None:
             notes.warnings.append("remote_bw_gbps: the GPU mesh carries every transfer "
                                   "between GPUs; the off-node rate is not used")
-    given = comm is not None
-    comm, profile = _comm_model(config, cluster, comm, notes)
     # the trace's own op times and collectives hold on the hardware it ran on (a preset
     # named for it, as search names it, included), not on retimed or re-wired targets;
     # its collectives price the layout it ran, whose calls they are: another layout is
@@ -299,8 +297,8 @@ def simulate(trace: Trace | Workload, config: SimConfig, *, comm: Any = None,
     # by the backward they overlapped, say nothing of FSDP's blocking all-gathers)
     traced_hw = not hw.retimed and config.network is None
     same = tl is not None and tl.parallel and _same_layout(config, tl)
-    if not given and traced_hw and same:
-        comm = _traced_comm(workload, comm, notes)
+    comm, profile = _comm_model(config, cluster, comm, notes,
+                                workload.traced_comm if traced_hw and same else None)
     is_cpu = cluster.gpu.name == "cpu"
     # host calibration applies to a CPU target from a CPU profile only, and not to the
     # layout the trace was taken at on its own host: its op times already hold those costs
@@ -400,20 +398,6 @@ def _same_layout(config: SimConfig, tl: TracedLayout) -> bool:
             config.virtual_stages) == (tl.dp, tl.tp, tl.pp, tl.fsdp, 1)
 
 
-def _traced_comm(workload: Workload, comm: Any, notes: _Notes) -> Any:
-    """Step 3b: on the traced hardware, a multi-rank trace's own collectives price the
-    calls they cover (:mod:`echo_sim.cost.trace_comm`), ahead of ``comm``."""
-    from echo_sim.cost.trace_comm import TracedFirst
-
-    if workload.traced_comm is None:
-        return comm
-    first = TracedFirst(workload.traced_comm, comm)
-    at = next(i for i in range(len(notes.models) - 1, -1, -1)
-              if notes.models[i].startswith("comm: "))
-    notes.models[at] = "comm: " + first.describe() + notes.models[at][len("comm: "):]
-    return first
-
-
 def _workload(trace: Trace | Workload, config: SimConfig) -> tuple[Workload, dict[str, Any]]:
     """Step 1: the traced job's workload (:func:`~echo_sim.workload.traced.traced_workload`;
     vocab roles dropped unless vocab-parallel) and the traced rank's ``meta.json`` (with its
@@ -430,8 +414,11 @@ def _workload(trace: Trace | Workload, config: SimConfig) -> tuple[Workload, dic
     return workload, meta
 
 
-def _comm_model(config: SimConfig, cluster: Any, comm: Any, notes: _Notes) -> tuple[Any, Any]:
-    """Step 3: the collective cost model and the measured profile (None if not used)."""
+def _comm_model(config: SimConfig, cluster: Any, comm: Any, notes: _Notes,
+                traced: Any = None) -> tuple[Any, Any]:
+    """Step 3: the collective cost model and the measured profile (None if not used).
+    ``traced``: the trace's own collectives (:mod:`echo_sim.cost.trace_comm`), ahead of the
+    rest for the calls they cover."""
     if comm is not None:
         notes.models.append(f"comm: {type(comm).__name__} (given)")
         return comm, None
@@ -448,8 +435,15 @@ def _comm_model(config: SimConfig, cluster: Any, comm: Any, notes: _Notes) -> tu
                               f"are priced without it")
     measured = (f"measured profile {config.comm_profile} where it covers the group, "
                 "else " if profile is not None and problem is None else "")
-    notes.models.append(f"comm: {measured}alpha-beta model of {cluster.name}")
-    return CommModel(cluster, profile if problem is None else None), profile
+    model: Any = CommModel(cluster, profile if problem is None else None)
+    first = ""
+    if traced is not None:
+        from echo_sim.cost.trace_comm import TracedFirst
+
+        model = TracedFirst(traced, model)
+        first = model.describe()
+    notes.models.append(f"comm: {first}{measured}alpha-beta model of {cluster.name}")
+    return model, profile
 
 
 def _op_times(config: SimConfig, workload: Workload, others: list[Workload], mb: int,
