@@ -19,10 +19,12 @@ from echo_sim.workload import (
     build_graph,
     ddp_buffer_hooks,
     extract_workload,
+    fsdp_units,
     make_plan,
     max_in_flight,
     split_units,
     stage_actions,
+    structural_blocks,
     tp_role,
 )
 
@@ -212,6 +214,37 @@ def test_block_index_and_tp_role_names():
     assert tp_role("model.layers.3.self_attn.q_proj", "Linear") == "column"
     assert tp_role("lm_head", "Linear") == "vocab"
     assert tp_role("conv1", "Conv2d") == "replicated"
+
+
+def test_structural_blocks_where_names_do_not_say():
+    mods = ["stem.0", "stem.1", "stages.0.0.conv1", "stages.0.0.bn1", "stages.0.1.conv1",
+            "stages.1.0.conv1", "stages.1.0.shortcut.0", "stages.1.0.shortcut.1", "head"]
+    got = structural_blocks(mods)
+    assert got == {"stages.0.0.conv1": "stages.0.0", "stages.0.0.bn1": "stages.0.0",
+                   "stages.0.1.conv1": "stages.0.1", "stages.1.0.conv1": "stages.1.0",
+                   "stages.1.0.shortcut.0": "stages.1.0",
+                   "stages.1.0.shortcut.1": "stages.1.0"}
+    # a candidate inside another one belongs to the outer block
+    assert structural_blocks(["f.0.a", "f.0.b.1.c", "f.1.a"]) == \
+        {"f.0.a": "f.0", "f.0.b.1.c": "f.0", "f.1.a": "f.1"}
+    # a plain Sequential of layers, or one block only: no repeated blocks
+    assert structural_blocks(["net.0", "net.1", "net.2"]) == {}
+    assert structural_blocks(["body.0.conv", "body.0.bn", "head"]) == {}
+
+
+def test_resnet_like_trace_gets_one_fsdp_unit_per_residual_block():
+    names = ["stem.0", "stages.0.0.conv1", "stages.0.0.conv2", "stages.0.1.conv1",
+             "stages.0.1.conv2", "stages.1.0.conv1", "stages.1.0.shortcut.0", "head"]
+    mods = [{"m": m, "k": "Conv2d", "p": 64, "i": 32, "o": 32, "f": 100.0} for m in names]
+    wl = extract_workload(make_trace(mods))
+    assert wl.has_blocks and wl.num_blocks == 3
+    fw = wl.fw_ops
+    assert [o.unit for o in fw] == ["stem", "stages.0.0", "stages.0.0", "stages.0.1",
+                                    "stages.0.1", "stages.1.0", "stages.1.0", "head"]
+    assert [o.block for o in fw] == [-1, 0, 0, 1, 1, 2, 2, -1]
+    # FSDP: the root (stem, head) plus one unit per block, as fully_shard(block) wraps it
+    assert list(fsdp_units(fw, wl.has_blocks)) == ["<root>", "stages.0.0", "stages.0.1",
+                                                   "stages.1.0"]
 
 
 # --------------------------------------------------------------------------- pipeline

@@ -3,8 +3,16 @@ parallelism (data, FSDP, tensor, pipeline) composed by :mod:`echo_sim.workload.b
 
 from echo_sim.workload.build import Built, Layout, Plan, StagePlan, build_graph, make_plan
 from echo_sim.workload.data_parallel import apply_data_parallel, assign_buckets, ddp_buffer_hooks
-from echo_sim.workload.fsdp import apply_fsdp
-from echo_sim.workload.ops import CommHook, Op, Workload, block_index, extract_workload, tp_role
+from echo_sim.workload.fsdp import apply_fsdp, fsdp_units
+from echo_sim.workload.ops import (
+    CommHook,
+    Op,
+    Workload,
+    block_index,
+    extract_workload,
+    structural_blocks,
+    tp_role,
+)
 from echo_sim.workload.pipeline import max_in_flight, split_units, stage_actions
 from echo_sim.workload.tensor_parallel import (
     apply_tp_plan,
@@ -31,6 +39,8 @@ __all__ = [
     "apply_tp_plan",
     "assign_buckets",
     "block_index",
+    "fsdp_units",
+    "structural_blocks",
     "build_graph",
     "check_tensor_parallel",
     "extract_workload",

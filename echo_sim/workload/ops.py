@@ -3,7 +3,8 @@
 :func:`extract_workload` reads one rank's compute track (``FW.*``, ``BW.*``, ``UPDATE.*``),
 keeps the innermost events (leaf modules), and for every operator of one representative
 step records its measured time, module path and class, parameter / input / output bytes,
-forward FLOPs, the transformer block it belongs to (``blocks.<i>.`` style names) and its
+forward FLOPs, the block it belongs to (``blocks.<i>.`` style names, else by structure:
+:func:`structural_blocks`) and its
 tensor-parallel role.
 
 Time model of an operator (what the simulator replays for it)::
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -53,6 +55,7 @@ __all__ = [
     "Workload",
     "assign_roles",
     "block_index",
+    "structural_blocks",
     "extract_workload",
     "fold_micro_batches",
     "param_owner",
@@ -249,6 +252,35 @@ def _unit_of(module: str, block: int) -> str:
     return module.split(".", 1)[0]
 
 
+def structural_blocks(modules: Sequence[str]) -> dict[str, str]:
+    """Leaf module path -> the repeated block it belongs to, for models whose block
+    containers have other names than ``blocks``/``layers``/``h`` (a ResNet's
+    ``stages.<i>.<j>``, a ``features.<i>`` of sub-modules).
+
+    A leaf's block is its longest proper prefix that ends in an index (an element of a
+    ``ModuleList``/``Sequential``): ``stages.1.0.conv1`` -> ``stages.1.0``, and
+    ``stages.1.0.shortcut.0`` -> ``stages.1.0`` too (the leaf itself is not its own
+    block). Where one candidate lies inside another, the outer one holds both. Fewer than
+    two blocks: none (a plain ``Sequential`` of layers has no repeated blocks). This is
+    where ``fully_shard`` goes by convention (one unit per residual / transformer block).
+    """
+    cand: dict[str, str] = {}
+    for mod in modules:
+        parts = mod.split(".")
+        for k in range(len(parts) - 1, 0, -1):
+            if parts[k - 1].isdigit():
+                cand[mod] = ".".join(parts[:k])
+                break
+    roots = set(cand.values())
+    out = {}
+    for mod, c in cand.items():
+        parts = c.split(".")
+        outer = next((p for p in (".".join(parts[:k]) for k in range(1, len(parts)))
+                      if p in roots), c)
+        out[mod] = outer
+    return out if len(set(out.values())) >= 2 else {}
+
+
 def _leaf_dicts(trace: Trace, rows: np.ndarray, dur: np.ndarray, gap: np.ndarray
                 ) -> list[dict[str, Any]]:
     """The leaves of one step as dicts (name, ``key`` = (name, occurrence), phase, ...)."""
@@ -317,13 +349,18 @@ def extract_workload(trace: Trace, *, rank: int | None = None) -> Workload:
             mod = o["name"][3:]
             fw_index.setdefault(mod, i)
             fw_info.setdefault(mod, o)
+    # blocks by name (blocks.<i>, layers.<i>, h.<i>), else by structure
+    named = any(block_index(m) >= 0 for m in fw_info)
+    structural = {} if named else structural_blocks(list(fw_info))
+    ordinal = {b: k for k, b in enumerate(dict.fromkeys(structural.values()))}
     ops: list[Op] = []
     for i, o in enumerate(base):
         phase = o["phase"]
         mod = o["name"].split(".", 1)[1] if "." in o["name"] else o["name"]
         info = fw_info.get(mod, o) if phase == "B" else o
         kind = o["kind"] or info["kind"]
-        blk = block_index(mod) if phase != "U" else -1
+        blk = -1 if phase == "U" else (block_index(mod) if named
+                                       else ordinal.get(structural.get(mod, ""), -1))
         ops.append(Op(
             index=i, name=o["name"], phase=phase, module=mod if phase != "U" else "",
             kind=kind, dur_us=float(dur[i]) * scale, gap_us=float(gap[i]) * scale,
@@ -332,7 +369,8 @@ def extract_workload(trace: Trace, *, rank: int | None = None) -> Workload:
             out_bytes=info["out_bytes"] if phase != "U" else 0,
             flops=(2.0 * info["flops"] if phase == "B" else info["flops"]) if phase != "U"
             else 0.0,
-            block=blk, unit=_unit_of(mod, blk) if phase != "U" else "",
+            block=blk, unit="" if phase == "U" else (
+                structural[mod] if mod in structural else _unit_of(mod, blk)),
             fw=fw_index.get(mod, -1) if phase == "B" else -1,
         ))
     rinfo = trace.ranks.get(rank)
