@@ -55,7 +55,7 @@ writes both under ``--keep`` for ``python -m echo_sim compare``.
 Usage::
 
     python benchmarks/accuracy.py [--reps 3] [--layouts ddp,fsdp,tp,pp]
-        [--sizes gpt-s,gpt-m,cnn,convattn,bert,resnet] [--steps 20] [--warmup 3] [--diagnose]
+        [--sizes gpt-s,gpt-m,cnn,convattn,bert,resnet,llama] [--steps 20] [--warmup 3] [--diagnose]
         [--keep DIR] [--output FILE] [--comm-profile FILE | --profile-sizes 1KB..16MB]
         [--nproc 2] [--no-plain-single] [--cluster PRESET]
     python benchmarks/accuracy.py --repredict OLD.json --keep DIR [--output NEW.json]
@@ -106,10 +106,13 @@ SIZES: dict[str, tuple[str, ...]] = {
     "bert": ("--layers", "4", "--hidden", "128", "--heads", "4", "--seq", "64",
              "--vocab", "1000", "--micro-batch", "6"),
     "resnet": ("--width", "16", "--blocks", "2", "--micro-batch", "12"),
+    "llama": ("--layers", "2", "--hidden", "256", "--heads", "4", "--kv-heads", "2",
+              "--seq", "64", "--vocab", "1000", "--micro-batch", "8"),
 }
 WORKLOAD_MODULE = {"convattn": "benchmarks.workloads.convattn",  # others: examples.train
                    "bert": "benchmarks.workloads.hf_encoder",
-                   "resnet": "benchmarks.workloads.resnet"}
+                   "resnet": "benchmarks.workloads.resnet",
+                   "llama": "benchmarks.workloads.hf_llama"}
 PP_MICRO_BATCHES = 4  # 1F1B over 4 micro-batches per step, so the schedule has a steady state
 
 
@@ -136,6 +139,8 @@ CASES: tuple[Case, ...] = (
     Case(layout="tp", size="convattn"), Case(layout="pp", size="convattn"),
     Case(layout="ddp", size="bert"), Case(layout="fsdp", size="bert"),
     Case(layout="ddp", size="resnet"), Case(layout="fsdp", size="resnet"),
+    Case(layout="ddp", size="llama"), Case(layout="fsdp", size="llama"),
+    Case(layout="tp", size="llama"),
 )
 
 
@@ -699,7 +704,9 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="accuracy.py", description=__doc__.split("\n\n")[0],
                                 epilog="Prints a markdown table; writes JSON to --output.")
     p.add_argument("--reps", type=int, default=3, help="repetitions (default 3)")
-    p.add_argument("--layouts", default="ddp,fsdp,tp,pp", help="comma list of ddp,fsdp,tp,pp (bert, resnet: ddp, fsdp only)")
+    p.add_argument("--layouts", default="ddp,fsdp,tp,pp",
+                   help="comma list of ddp,fsdp,tp,pp (bert, resnet: ddp, fsdp only; "
+                        "llama: ddp, fsdp, tp)")
     p.add_argument("--sizes", default="gpt-s,gpt-m,cnn,convattn,bert,resnet",
                    help=f"comma list of model sizes: {', '.join(SIZES)}")
     p.add_argument("--steps", type=int, default=20, help="steps per run (default 20; step times on a shared CPU host vary ±25 %%)")

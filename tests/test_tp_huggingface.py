@@ -52,17 +52,14 @@ def _tp_collectives(res: Any) -> dict[str, tuple[str, int, int]]:
 def _expected(workload: Any) -> dict[str, int]:
     """Megatron's all-reduces (tensor_parallel module docstring) from the trace's bytes:
     forward after each row op (its output) and the vocab embedding; backward after each
-    group of column ops (the group's input) and the vocab head (its input)."""
+    column op (its input: each ColumnParallelLinear / ColwiseParallel all-reduces its own
+    input gradient) and the vocab head (its input)."""
     out: dict[str, int] = {}
-    prev = ""
     for o in workload.fw_ops:
         if o.role == "row" or (o.role == "vocab" and o.kind == "Embedding"):
             out[f"tp.fw.{o.module}"] = o.out_bytes
-        if o.role == "column" and prev != "column":
+        if o.role == "column" or (o.role == "vocab" and o.kind != "Embedding"):
             out[f"tp.bw.{o.module}"] = o.in_bytes
-        if o.role == "vocab" and o.kind != "Embedding":
-            out[f"tp.bw.{o.module}"] = o.in_bytes
-        prev = o.role if o.role != "inner" else prev
     return out
 
 

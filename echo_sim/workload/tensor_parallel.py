@@ -11,9 +11,11 @@ head are vocab-parallel. So, with ``tp`` ranks:
 * forward: one all-reduce of the row-parallel output (``out_bytes``) after ``proj`` and
   after ``fc2`` — Megatron's ``g`` operator; one after the vocab-parallel embedding;
 * backward: one all-reduce of the input gradient (the column op's ``in_bytes``) after the
-  backward of ``qkv`` and of ``fc1`` — Megatron's ``f`` operator; one after the head's;
+  backward of every column op — Megatron's ``f`` operator, which each ColumnParallelLinear
+  applies to its own input (as DTensor's ``ColwiseParallel`` does); one after the head's;
 
-i.e. 2 + 2 all-reduces per block and step. With activation recomputation the forward
+i.e. 2 + 2 all-reduces per block and step with fused ``qkv`` / ``fc1``, 2 + 5 with separate
+q/k/v and gate/up projections (a Llama's). With activation recomputation the forward
 all-reduces run again in backward. All of them block the compute stream.
 
 Which modules take which role: :func:`~echo_sim.workload.tp_plan.tp_placement` at extraction
@@ -112,22 +114,17 @@ def tp_hooks(fw: Sequence[Op], bw: Sequence[Op], *, mb_scale: float,
     """
     hooks: list[CommHook] = []
     by_module = {o.module: o for o in fw}
-    prev_role = ""
-    group_first: dict[str, str] = {}  # column op module -> first column op of its group
-    first = ""
     for o in fw:
-        if o.role == "column":
-            if prev_role != "column":
-                first = o.module
-            group_first[o.module] = first
-        prev_role = o.role if o.role != "inner" else prev_role
         if o.role == "row" or (o.role == "vocab" and o.kind == "Embedding"):
             hooks.append(_ar(f"tp.fw.{o.module}", o.out_bytes, mb_scale, "F", o.index))
     for o in bw:
         f = by_module.get(o.module)
         if f is None:
             continue
-        if o.role == "column" and group_first.get(o.module) == o.module:
+        if o.role == "column":
+            # each column-parallel Linear all-reduces its own input gradient (Megatron's
+            # ColumnParallelLinear and DTensor's ColwiseParallel alike): separate q/k/v or
+            # gate/up projections pay one each, a fused qkv / fc1 one for the group
             hooks.append(_ar(f"tp.bw.{o.module}", f.in_bytes, mb_scale, "B", o.index))
         elif o.role == "vocab" and o.kind != "Embedding":
             hooks.append(_ar(f"tp.bw.{o.module}", f.in_bytes, mb_scale, "B", o.index))

@@ -1,0 +1,79 @@
+"""A Hugging Face Llama sharded by its own config's ``base_model_tp_plan`` (DTensor,
+``parallelize_module``, 2 gloo processes), against ``simulate --tp 2`` of the same model
+traced in one process: the simulated step issues the collectives the real job issued — the
+same count per step, kinds and sizes (one all-reduce after each row-parallel projection in
+forward, one per column-parallel projection's input gradient in backward: five per layer
+for separate q/k/v and gate/up). Times are the benchmark's (``benchmarks/accuracy.py
+--sizes llama --layouts tp``); this pins the structure they rest on."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tests.harness import run_python, run_torchrun
+
+pytest.importorskip("transformers", reason="transformers is not installed "
+                    "(pip install 'echo-sim[huggingface]')")
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPT = str(REPO / "benchmarks" / "workloads" / "hf_llama.py")
+MODEL = ("--layers", "2", "--hidden", "64", "--heads", "4", "--kv-heads", "2", "--seq", "16",
+         "--vocab", "100", "--micro-batch", "2", "--steps", "5", "--capture",
+         "--trace-start", "2", "--trace-end", "4")
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("llama_tp")
+    single, tp = root / "single", root / "tp"
+    one = run_python([SCRIPT, "--layout", "single", "--trace-dir", str(single), *MODEL],
+                     env={"OMP_NUM_THREADS": "1"}, timeout=240, cwd=REPO)
+    assert one.returncode == 0, one.stderr[-2000:]
+    two = run_torchrun([SCRIPT, "--layout", "tp", "--trace-dir", str(tp), *MODEL],
+                       env={"OMP_NUM_THREADS": "1"}, timeout=300, cwd=REPO)
+    assert two.returncode == 0, two.stderr[-2000:]
+    return {"single": single, "tp": tp}
+
+
+def _traced_collectives(path: Path) -> Counter[tuple[str, int]]:
+    """(collective, bytes) of rank 0's collectives, per captured step."""
+    from echo_sim.load import load_trace
+
+    tr = load_trace(path)
+    ev = tr.events
+    rows = [int(i) for i in tr.comm_rows() if ev.rank[i] == 0 and ev.step[i] >= 0]
+    steps = {int(ev.step[i]) for i in rows}
+    got: Counter[tuple[str, int]] = Counter()
+    for i in rows:
+        got[(str(tr.collective_of(i)), int(ev.nbytes[i]))] += 1
+    assert steps, "the tensor-parallel run traced no collective"
+    return Counter({k: v // len(steps) for k, v in got.items()})
+
+
+@pytest.mark.slow
+def test_simulated_tp_issues_the_collectives_the_dtensor_job_issued(
+        runs: dict[str, Path]) -> None:
+    from echo_sim.load import load_trace
+    from echo_sim.sim.simulate import SimConfig, simulate
+
+    res = simulate(load_trace(runs["single"]), SimConfig(tp=2, vocab_parallel=False),
+                   keep=True)
+    assert res.built is not None
+    simulated = Counter((coll, int(nbytes)) for name, coll, nbytes, grp
+                        in res.built.comm_info.values() if name.startswith("tp."))
+    real = _traced_collectives(runs["tp"])
+    assert sum(real.values()) == 2 * 2 + 2 * 5  # 2 layers: 2 row + 5 column projections
+    assert simulated == real
+
+
+@pytest.mark.slow
+def test_the_dtensor_trace_is_read_as_tensor_parallel_and_reproduces_its_layout(
+        runs: dict[str, Path]) -> None:
+    from echo_sim.load import load_trace
+    from echo_sim.workload.traced_layout import traced_layout
+
+    tl = traced_layout(load_trace(runs["tp"]))
+    assert (tl.dp, tl.tp, tl.pp, tl.fsdp) == (1, 2, 1, False)
