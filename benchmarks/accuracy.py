@@ -563,11 +563,15 @@ def _summarise(cases: tuple[Case, ...], raw: dict[str, list[dict[str, Any]]],
             p = statistics.median(r["predicted_us"] for r in ok)
             mm = statistics.median(r["measured_mem_delta_bytes"] for r in ok)
             pm = statistics.median(r["predicted_mem_delta_bytes"] for r in ok)
+            # a prediction varies with the comm profile each repetition measured afresh (its
+            # host calibrations drift with the host): that spread is noise of the claim too
+            pspread = _rep_spread_pct([r["predicted_us"] for r in ok])
             noise = max(_rep_spread_pct([r["measured_us"] for r in ok]),
-                        statistics.median(r.get("step_spread_pct", 0.0) for r in ok))
+                        statistics.median(r.get("step_spread_pct", 0.0) for r in ok), pspread)
             err = _err_pct(p, m)
             row.update(measured_us=round(m, 1), predicted_us=round(p, 1),
                        error_pct=round(err, 2), noise_pct=round(noise, 2),
+                       prediction_spread_pct=round(pspread, 2),
                        within_noise=abs(err) <= noise,
                        rep_errors_pct=[r["error_pct"] for r in ok],
                        measured_mem_delta_bytes=int(mm), predicted_mem_delta_bytes=int(pm),
@@ -623,8 +627,11 @@ def _mib(n: float) -> str:
 
 def _verdict(r: dict[str, Any]) -> str:
     """The error as a claim, with the spread it is judged against: "+4.2 (spread 3.0%)" or
-    "within noise (spread 9.0%)"."""
-    spread = f"(spread {r.get('noise_pct', 0.0):.1f}%)"
+    "within noise (spread 9.0%; predictions ±9.0%)" (the spread of the predictions over
+    the repetitions' profiles, where there is one)."""
+    ps = r.get("prediction_spread_pct")
+    spread = (f"(spread {r.get('noise_pct', 0.0):.1f}%"
+              + (f"; predictions ±{ps:.1f}%" if ps else "") + ")")
     if r.get("within_noise"):
         return f"within noise {spread}"
     return f"{r['error_pct']:+.1f} {spread}"

@@ -171,6 +171,7 @@ def test_gloo_profile_carries_host_calibration() -> None:
         FSDP_UNITS,
         OPTIM_PARAMS,
         OVERLAP_BYTES,
+        SYNC_ROUNDS_FACTOR,
         TP_SHAPES,
     )
 
@@ -191,7 +192,8 @@ def test_gloo_profile_carries_host_calibration() -> None:
     assert cal["fsdp_unit_bytes"] == [4.0 * n * (h * h + h) for n, h in FSDP_CONFIGS]
     assert len(cal["fsdp_fw_cpu_us"]) == len(cal["fsdp_bw_cpu_us"]) == 2 * len(FSDP_CONFIGS)
     assert "dtensor_fw_us" not in cal  # the one-rank-mesh samples of older profiles
-    assert len(cal["sync_us"]) == len(cal["sync_work_us"]) == 90  # 15 rounds x 3 x 2 ranks
+    # 15 x SYNC_ROUNDS_FACTOR rounds x 3 amounts of work x 2 ranks
+    assert len(cal["sync_us"]) == len(cal["sync_work_us"]) == 15 * SYNC_ROUNDS_FACTOR * 3 * 2
     # overlap rounds: every size in every round, on both ranks, aligned lists
     n = 15 * len(OVERLAP_BYTES) * 2
     assert all(len(cal[k]) == n for k in cal if k.startswith("overlap_"))
@@ -205,6 +207,19 @@ def test_gloo_profile_carries_host_calibration() -> None:
                                            ops=("all_reduce",), backend="gloo", progress=False,
                                            host_overheads=False, timeout_s=60))
     assert off.calibration == {}
+
+
+def test_ranks_run_one_thread_each_unless_the_user_says(monkeypatch: pytest.MonkeyPatch
+                                                        ) -> None:
+    """As torchrun sets OMP_NUM_THREADS=1 for the job's workers: without the variable the
+    profiled ranks take one intra-op thread each (not the core count: the ranks would
+    oversubscribe the cores they share and time thread thrashing); with it, its value."""
+    spec = ProfileSpec(nproc=2, sizes_bytes=(4096,), iters=1, warmup=0, ops=("all_reduce",),
+                       backend="gloo", progress=False, host_overheads=False, timeout_s=60)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    assert measure_comm_profile(spec).threads_per_rank == 1
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    assert measure_comm_profile(spec).threads_per_rank == 2
 
 
 def test_trimmed_mean_keeps_the_slow_mode_and_drops_hiccups() -> None:

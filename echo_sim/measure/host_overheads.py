@@ -30,7 +30,8 @@ spread:
   world mesh (median thread CPU time of FSDP2 minus that of plain, per unit: one value per
   rank and configuration);
 * ``sync_work_us`` / ``sync_us``: a 4 KiB all-reduce (slowest rank's clock) right after 0,
-  1 or 2 runs of the contention work on every rank, against that rank's work time — how
+  1 or 2 runs of the contention work on every rank (:data:`SYNC_ROUNDS_FACTOR` times the
+  other quantities' rounds), against that rank's work time — how
   the wait at a synchronisation grows with the compute before it;
 * ``overlap_bytes`` / ``overlap_comm_alone_us`` / ``overlap_comm_busy_us`` /
   ``overlap_work_alone_us`` / ``overlap_work_busy_us``: an all-reduce of
@@ -52,7 +53,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["FSDP_CONFIGS", "FSDP_UNITS", "OPTIM_PARAMS", "OVERLAP_BYTES", "TP_SHAPES", "measure_host_overheads"]
+__all__ = ["FSDP_CONFIGS", "FSDP_UNITS", "OPTIM_PARAMS", "OVERLAP_BYTES", "SYNC_ROUNDS_FACTOR",
+           "TP_SHAPES", "measure_host_overheads"]
 
 OPTIM_PARAMS = 4  # parameters in the optimizer microbenchmark
 FSDP_UNITS = 2  # fully_shard units in the FSDP2 microbenchmark
@@ -62,6 +64,11 @@ OVERLAP_BYTES = (64 << 10, 1 << 20, 8 << 20)  # all-reduce sizes of the overlap 
 # (tokens, hidden) of the tensor-parallel pair: a per-call and a per-byte part of DTensor's cost
 TP_SHAPES = ((64, 32), (1024, 128))
 _SAMPLES = 15  # samples per quantity: each short (< ~1 ms), so that some escape preemption
+# rounds of the rank-skew probe per contention round: its waits are bimodal (a halted vCPU
+# wakes in milliseconds), so the slope against the work before them needs many samples (on
+# a 2-core VM, profiles of 15 rounds gave slopes of 0 to 0.20 us/us and predictions that
+# moved ±15 % with them; with 240 rounds the predictions of one trace moved ±3-5 %)
+SYNC_ROUNDS_FACTOR = 16
 _HIDDEN = 32  # small shapes: the overheads measured here are per call, not per byte
 _TOKENS = 64
 
@@ -290,7 +297,7 @@ def measure_host_overheads(rank: int, nproc: int, work: Callable[[], Any], *,
 
     alone, busy = _contention(rank, rounds, work)
     out: dict[str, list[float]] = {"contention_alone_us": alone, "contention_busy_us": busy}
-    out.update(_sync_wait(rounds, work))
+    out.update(_sync_wait(SYNC_ROUNDS_FACTOR * rounds, work))
     out.update(_overlap(rounds, work))
     reps = _SAMPLES
     # the world mesh: tensor parallelism over every profiled rank, as the job's

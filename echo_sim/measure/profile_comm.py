@@ -211,6 +211,11 @@ def _worker(rank: int, nproc: int, store_path: str, backend: str, spec: ProfileS
     import torch
     import torch.distributed as dist
 
+    if "OMP_NUM_THREADS" not in os.environ:
+        # as torchrun does for the job's workers: one intra-op thread per process unless the
+        # user says otherwise (more would oversubscribe the cores the ranks share, and the
+        # host calibrations would time thread thrashing the job never sees)
+        torch.set_num_threads(1)
     device: Any = "cpu"
     if backend == "nccl":
         torch.cuda.set_device(rank % torch.cuda.device_count())
