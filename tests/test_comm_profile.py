@@ -66,6 +66,12 @@ def test_round_trip_and_overwrite(tmp_path: Path) -> None:
     for key, (a, b) in p.fits.items():  # pytest >= 9.2: approx takes no nested dicts
         assert q.fits[key] == (pytest.approx(a), pytest.approx(b))
     assert q.source == str(out)
+    assert q.run_time == "slowest"  # the default, and what a profile without the field reads as
+    from dataclasses import replace
+
+    last = load_comm_profile(save_comm_profile(replace(p, run_time="last_arrival"),
+                                               tmp_path / "last.json"))
+    assert last.run_time == "last_arrival"
     with pytest.raises(OutputError, match="exists"):
         save_comm_profile(p, out)
     save_comm_profile(p, out, overwrite=True)

@@ -207,6 +207,9 @@ def test_gloo_profile_carries_host_calibration() -> None:
                                            ops=("all_reduce",), backend="gloo", progress=False,
                                            host_overheads=False, timeout_s=60))
     assert off.calibration == {}
+    # with the rank-skew calibration a run is timed on its last-arriving rank (the transfer
+    # alone: simulate adds the job's skew); without it, on its slowest rank
+    assert prof.run_time == "last_arrival" and off.run_time == "slowest"
 
 
 def test_ranks_run_one_thread_each_unless_the_user_says(monkeypatch: pytest.MonkeyPatch

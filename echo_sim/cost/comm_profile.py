@@ -150,6 +150,9 @@ class CommProfile:
     calibration: dict[str, list[float]] = field(default_factory=dict)
     # per (op, group_size): the standard error of each size's time, % (empty: not recorded)
     stderr_pct: dict[Key, list[float]] = field(default_factory=dict)
+    # whose clock a timed run is: "slowest" rank's (arrival skew included) or the
+    # "last_arrival" rank's (the transfer alone; echo_sim.measure.profile_comm)
+    run_time: str = "slowest"
 
     def untrusted(self, max_pct: float = MAX_STDERR_PCT) -> str | None:
         """Why the measured times cannot be trusted (None: they can, or the profile records
@@ -206,6 +209,7 @@ class CommProfile:
             "nodes": self.nodes, "torch_version": self.torch_version, "iters": self.iters,
             "created": self.created, "cpu_count": self.cpu_count,
             "threads_per_rank": self.threads_per_rank, "load_avg": self.load_avg,
+            "run_time": self.run_time,
             "calibration": {k: [round(x, 3) for x in v] for k, v in self.calibration.items()},
             "ops": [
                 {"op": op, "group_size": n,
@@ -308,6 +312,7 @@ def load_comm_profile(path: str | os.PathLike[str]) -> CommProfile:
         load_avg=_load(raw, where),
         calibration={str(k): [float(x) for x in v] for k, v in calibration.items()},
         stderr_pct=stderr,
+        run_time=str(raw.get("run_time", "slowest")),
     )
 
 
