@@ -14,6 +14,7 @@ import importlib
 import json
 import math
 import shutil
+import statistics
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -281,10 +282,16 @@ def test_table_says_every_rows_spread_load_and_command() -> None:
     assert row["simulate_argv"][4] == "rep0/bert/trace"  # the first repetition's
     assert row["load_avg_1min_range"] == [0.4, 1.9]
     assert not row["within_noise"] and row["noise_pct"] == pytest.approx(1.96, abs=0.01)
+    # the predictions' own spread over the repetitions (half their range over the median)
+    preds = [r["predicted_us"] for r in row["reps"]]
+    half_range = 100 * (max(preds) - min(preds)) / 2 / statistics.median(preds)
+    assert row["prediction_spread_pct"] == pytest.approx(half_range, abs=0.01)
     text = table(doc)
-    # an error outside the noise still says the spread it was judged against
-    assert "| fsdp | bert | 2 | 51.00 | 60.50 | +18.6 (spread 2.0%) | +20.0, +17.3 | 0.4..1.9 " \
-        "| 10.0 | 11.0 | +10.0 |" in text
+    # an error outside the noise still says the spread it was judged against, and the
+    # predictions' spread beside it
+    assert (f"| fsdp | bert | 2 | 51.00 | 60.50 | +18.6 (spread 2.0%; predictions "
+            f"±{row['prediction_spread_pct']:.1f}%) | +20.0, +17.3 | 0.4..1.9 "
+            "| 10.0 | 11.0 | +10.0 |") in text
     assert "| ddp | resnet | 2 | failed: SimulateError: boom |" in text
     assert "1-min load average 0.4..1.9 during the runs" in text
     assert "rep 0 0.40 -> 1.30, rep 1 1.30 -> 1.90; 5-min 0.80..1.20" in text

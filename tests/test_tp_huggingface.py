@@ -1,6 +1,7 @@
 """Tensor parallelism of Hugging Face models traced on one CPU process: GPT-2 (Conv1D, fused
 c_attn), Llama (separate q/k/v, gated MLP, its config's tp_plan), BERT (post-norm, ``dense``
-both column and row) and T5 (encoder-decoder) from their transformers configs at ``--tiny``,
+both column and row), T5 (encoder-decoder) and ViT (images: ``pixel_values``, its patches
+as tokens) from their transformers configs at ``--tiny``,
 then ``simulate --tp 2`` and ``--dp 2 --tp 2``: TP compute below the single rank's, the
 all-reduces Megatron places with the bytes the trace recorded, and ``search`` offering tp 2."""
 
@@ -17,7 +18,7 @@ from tests.harness import run_python
 pytest.importorskip("transformers", reason="transformers is not installed "
                     "(pip install 'echo-sim[huggingface]')")
 
-FAMILIES = ("gpt2", "llama", "bert", "t5")
+FAMILIES = ("gpt2", "llama", "bert", "t5", "vit")
 
 
 @pytest.fixture(scope="module")

@@ -32,7 +32,8 @@ __all__ = ["TINY_OVERRIDES", "ModelBundle", "ProfileError", "build_model", "call
 TINY_OVERRIDES: dict[str, Any] = {"num_hidden_layers": 2, "hidden_size": 64,
                                   "num_attention_heads": 2, "intermediate_size": 256,
                                   "num_key_value_heads": 2, "vocab_size": 1024,
-                                  "num_decoder_layers": 2, "d_ff": 256}
+                                  "num_decoder_layers": 2, "d_ff": 256,
+                                  "image_size": 64}  # a ViT's 16x16 patches: 16 tokens
 
 
 class ProfileError(ValueError):
@@ -133,17 +134,28 @@ def _hf_bundle(name: str, batch_size: int, seq_len: int, *, tiny: bool,
             causal = False
     vocab = int(getattr(cfg, "vocab_size", 1000))
     gen = torch.Generator().manual_seed(0)
+    # what the model's forward takes first: token ids, or images (ViT, DeiT, Swin...)
+    vision = getattr(model, "main_input_name", "input_ids") == "pixel_values"
+    side = int(getattr(cfg, "image_size", 224) or 224)
+    channels = int(getattr(cfg, "num_channels", 3) or 3)
 
     def make_batch() -> dict[str, Any]:
+        if vision:
+            return {"pixel_values": torch.randn(batch_size, channels, side, side, generator=gen)}
         ids = torch.randint(0, vocab, (batch_size, seq_len), generator=gen)
         return {"input_ids": ids, "labels": ids} if causal else {"input_ids": ids}
 
+    patch = getattr(cfg, "patch_size", None)
     info = {"name": name, "source": "huggingface", "family": getattr(cfg, "model_type", name),
             "layers": getattr(cfg, "num_hidden_layers", None),
             "hidden": getattr(cfg, "hidden_size", None),
             "heads": getattr(cfg, "num_attention_heads", None),
-            "kv_heads": getattr(cfg, "num_key_value_heads", None), "seq": seq_len,
-            "vocab": vocab, "micro_batch_size": batch_size,
+            "kv_heads": getattr(cfg, "num_key_value_heads", None),
+            # a vision model's tokens are its patches (and no vocabulary)
+            "seq": (side // int(patch)) ** 2 if vision and isinstance(patch, int) and patch > 0
+            else None if vision else seq_len,
+            "vocab": None if vision else vocab, "image_size": side if vision else None,
+            "micro_batch_size": batch_size,
             "params": sum(p.numel() for p in model.parameters())}
     info.update(_tp_plan_info(model, cfg))
     info = {k: v for k, v in info.items() if v is not None}
