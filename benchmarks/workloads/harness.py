@@ -80,19 +80,26 @@ def accumulate(opt: Any, accum: int, loss_of: Callable[[int], Any]) -> float:
 
 
 def data_parallel_job(cfg: Any, rank: int, world: int, model: Any,
-                      loss: Callable[[Any, int, int], Any]) -> Job:
-    """A job of ``model`` (already wrapped for ``cfg.layout``) with AdamW (foreach): each step
+                      loss: Callable[[Any, int, int], Any], *, dp: int | None = None,
+                      foreach: bool = True) -> Job:
+    """A job of ``model`` (already wrapped for ``cfg.layout``) with AdamW: each step
     accumulates ``global_batch / (micro_batch · dp)`` micro-batches, micro-batch ``i`` of
-    step ``s`` on this rank costing ``loss(model, s, rank · accum + i)``."""
+    step ``s`` on this rank costing ``loss(model, s, first + i)``, ``first = rank · accum``
+    with data parallelism and 0 without (tensor-parallel ranks see the same batch).
+
+    ``dp``: the data-parallel degree (default: every rank unless ``cfg.layout`` is
+    ``single``); ``foreach``: AdamW's multi-tensor kernels (they take no mix of DTensor and
+    plain parameters)."""
     import torch
 
-    dp = world if cfg.layout != "single" else 1
+    dp = (world if cfg.layout != "single" else 1) if dp is None else dp
     gb = cfg.global_batch or cfg.micro_batch * dp
     accum = max(1, gb // (cfg.micro_batch * dp))
-    opt = torch.optim.AdamW(model.parameters(), foreach=True)
+    first = rank * accum if dp > 1 else 0
+    opt = torch.optim.AdamW(model.parameters(), foreach=foreach)
 
     def run_step(step: int) -> float:
-        return accumulate(opt, accum, lambda i: loss(model, step, rank * accum + i))
+        return accumulate(opt, accum, lambda i: loss(model, step, first + i))
 
     return Job(rank, world, run_step)
 

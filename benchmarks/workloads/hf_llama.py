@@ -147,23 +147,16 @@ def _parallelize(model: LlamaForCausalLM, cfg: Config, world: int) -> nn.Module:
 def _job(cfg: Config, rank: int, world: int) -> Job:
     llama = build_model(cfg)
     model = llama if cfg.layout == "single" else _parallelize(llama, cfg, world)
-    dp = world if cfg.layout in ("ddp", "fsdp") else 1
-    gb = cfg.global_batch or cfg.micro_batch * dp
-    accum = max(1, gb // (cfg.micro_batch * dp))
-    # foreach takes no mix of DTensor (TP's projections) and plain parameters
-    opt = torch.optim.AdamW(model.parameters(), foreach=cfg.layout != "tp")
-    # tensor-parallel ranks see the same batch; data-parallel ranks each their own
-    first = rank * accum if dp > 1 else 0
 
-    def loss(i: int, step: int) -> torch.Tensor:
-        ids = _batch(cfg, cfg.micro_batch, step, first + i)
+    def loss(model: nn.Module, step: int, index: int) -> torch.Tensor:
+        ids = _batch(cfg, cfg.micro_batch, step, index)
         logits = model(ids).logits[:, :-1]
         return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1))
 
-    def run_step(step: int) -> float:
-        return harness.accumulate(opt, accum, lambda i: loss(i, step))
-
-    return Job(rank, world, run_step)
+    # tensor-parallel ranks see the same batch and hold DTensor and plain parameters
+    return harness.data_parallel_job(cfg, rank, world, model, loss,
+                                     dp=world if cfg.layout in ("ddp", "fsdp") else 1,
+                                     foreach=cfg.layout != "tp")
 
 
 def build_job(cfg: Config) -> Job:
