@@ -146,14 +146,14 @@ def _hf_bundle(name: str, batch_size: int, seq_len: int, *, tiny: bool,
         return {"input_ids": ids, "labels": ids} if causal else {"input_ids": ids}
 
     patch = getattr(cfg, "patch_size", None)
+    # a vision model's tokens are its patches (and it has no vocabulary)
+    tokens = seq_len if not vision else (
+        (side // patch) ** 2 if isinstance(patch, int) and patch > 0 else None)
     info = {"name": name, "source": "huggingface", "family": getattr(cfg, "model_type", name),
             "layers": getattr(cfg, "num_hidden_layers", None),
             "hidden": getattr(cfg, "hidden_size", None),
             "heads": getattr(cfg, "num_attention_heads", None),
-            "kv_heads": getattr(cfg, "num_key_value_heads", None),
-            # a vision model's tokens are its patches (and no vocabulary)
-            "seq": (side // int(patch)) ** 2 if vision and isinstance(patch, int) and patch > 0
-            else None if vision else seq_len,
+            "kv_heads": getattr(cfg, "num_key_value_heads", None), "seq": tokens,
             "vocab": None if vision else vocab, "image_size": side if vision else None,
             "micro_batch_size": batch_size,
             "params": sum(p.numel() for p in model.parameters())}
