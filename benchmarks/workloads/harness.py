@@ -1,9 +1,10 @@
 """What every workload module of ``benchmarks/workloads`` shares: the built job, the capture
 window, the training loop and the command-line ``main``.
 
-A workload module (``convattn``, ``hf_encoder``, ``resnet``) defines ``parse_flags(argv)``
-(a config with ``steps``, ``capture``, ``trace_dir``, ``trace_start``, ``trace_end``) and
-``build_job(cfg)``; ``benchmarks/accuracy.py`` drives them all the same way.
+A workload module (``convattn``, ``hf_encoder``, ``hf_llama``, ``resnet``) defines
+``parse_flags(argv)`` (a config with ``steps``, ``capture``, ``trace_dir``, ``trace_start``,
+``trace_end``) and ``build_job(cfg)``, ``train`` and ``main`` (:func:`interface` makes the
+three from its per-rank job maker); ``benchmarks/accuracy.py`` drives them all the same way.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 import torch.distributed as dist
 
 __all__ = ["Job", "RunConfig", "accumulate", "add_run_flags", "build", "capturing",
-           "data_parallel_job", "run_main", "train"]
+           "data_parallel_job", "interface", "run_main", "train"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -152,3 +153,22 @@ def run_main(parse_flags: Callable[[Sequence[str]], Any], build_job: Callable[[A
         if dist.is_initialized():
             dist.destroy_process_group()
     return 0
+
+
+def interface(parse_flags: Callable[[Sequence[str]], Any],
+              make: Callable[[Any, int, int], Job]
+              ) -> tuple[Callable[[Any], Job], Callable[..., Job], Callable[..., int]]:
+    """A workload module's ``build_job(cfg)`` (model, parallel wrapping and optimizer,
+    joining the process group: :func:`build` of ``make``), ``train(cfg, job=None)`` (its
+    steps, inside the capture window with ``--capture``) and ``main(argv=None)``."""
+
+    def build_job(cfg: Any) -> Job:
+        return build(cfg, make)
+
+    def train_job(cfg: Any, job: Job | None = None) -> Job:
+        return train(cfg, job or build_job(cfg))
+
+    def main(argv: Sequence[str] | None = None) -> int:
+        return run_main(parse_flags, build_job, argv)
+
+    return build_job, train_job, main

@@ -160,18 +160,8 @@ def _job(cfg: Config, rank: int, world: int) -> Job:
     return harness.data_parallel_job(cfg, rank, world, model, loss)
 
 
-def build_job(cfg: Config) -> Job:
-    """Build the model, its parallel wrapping and optimizer (joins the process group)."""
-    return harness.build(cfg, _job)
-
-
-def train(cfg: Config, job: Job | None = None) -> Job:
-    """Run ``cfg.steps`` steps (inside ``echo_trace.capture`` with ``--capture``)."""
-    return harness.train(cfg, job or build_job(cfg))
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    return harness.run_main(parse_flags, build_job, argv)
+# build_job(cfg), train(cfg, job=None), main(argv=None): as every workload module
+build_job, train, main = harness.interface(parse_flags, _job)
 
 
 if __name__ == "__main__":
