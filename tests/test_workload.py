@@ -87,11 +87,13 @@ def make_trace(mods: list[dict], *, fw_us: float | Sequence[float] = 10.0,
                steps: Sequence[int] = (0, 1), gap_us: float = 0.0, pre_us: float = 0.0,
                post_us: float = 0.0, mb: int = 2, model: dict | None = None,
                device: str = "cpu", device_name: str = "", step_scale: Sequence[float] = (),
-               comm: Sequence[tuple[int, float, float]] = ()) -> Trace:
+               comm: Sequence[tuple[int, float, float]] = (),
+               comm_args: dict | None = None) -> Trace:
     """One-rank trace: per step FW ops, BW ops (reverse), UPDATE.AdamW, STEP marker.
 
     ``gap_us`` idle after every op but the last; ``step_scale[k]`` multiplies step k's times;
-    ``comm``: (step, ts offset from step start, dur) Comm slices on tid 100.
+    ``comm``: (step, ts offset from step start, dur) Comm slices on tid 100, with the event
+    args ``comm_args`` (e.g. ``{"async": True}``).
     """
     fw = [fw_us] * len(mods) if isinstance(fw_us, (int, float)) else list(fw_us)
     bw = [bw_us] * len(mods) if isinstance(bw_us, (int, float)) else list(bw_us)
@@ -121,7 +123,7 @@ def make_trace(mods: list[dict], *, fw_us: float | Sequence[float] = 10.0,
             if cs == step:
                 b.add(rank=0, name="Comm.x", cat=Cat.COMM, ts_us=start + off, dur_us=dur,
                       step=step, tid=100, collective="all_reduce", nbytes=4,
-                      group_ranks=[0, 1], seq=0)
+                      group_ranks=[0, 1], seq=0, comm_args=comm_args)
     meta = {"micro_batch_size": mb, "device": device, "device_name": device_name,
             "params": [{"name": d["m"] + ".weight", "bytes": d["p"], "dtype": "float32",
                         "shape": [d["p"] // 4]} for d in mods if d["p"]]}
@@ -194,6 +196,28 @@ def test_extract_gaps_pre_post_and_comm_covered_gap():
     # the 2 us covered by communication are left out of the simulated step
     total = sum(o.time_us for o in wl.ops) + wl.pre_us + wl.post_us
     assert total == pytest.approx(84.0) and wl.step_time_us == pytest.approx(86.0)
+
+
+def test_asynchronous_comm_blocks_the_host_only_from_its_wait():
+    """A pipeline stage's isend runs on under the host's next ops (issue 20: PP reproduced
+    itself 3-8 % low while its gaps under the send were dropped): only the part after the
+    last op before its end is a wait."""
+    mods = [dict(m=f"l{i}", k="Linear", p=4, i=4, o=4, f=0.0) for i in range(3)]
+    # per step: F l0 [0,10], gap 3, F l1 [13,23], gap 3, F l2 [26,36], gap 3, B l2 [39,59],
+    # ...; a send issued at 11 ends at 38, in the gap before B.l2: the host waited 36..38
+    kw = dict(gap_us=3.0, steps=[0], comm=[(0, 11.0, 27.0)])
+    got = {o.name: o.gap_us for o in extract_workload(
+        make_trace(mods, comm_args={"async": True, "path": "c10d"}, **kw)).ops}
+    assert got["FW.l0"] == pytest.approx(3.0) and got["FW.l1"] == pytest.approx(3.0)
+    assert got["FW.l2"] == pytest.approx(1.0)
+    # the same slice, synchronous (the host blocked in it from its start): every gap under it
+    sync = {o.name: o.gap_us for o in extract_workload(
+        make_trace(mods, comm_args={"async": False}, **kw)).ops}
+    assert (sync["FW.l0"], sync["FW.l1"], sync["FW.l2"]) == pytest.approx((1.0, 0.0, 1.0))
+    # an asynchronous slice that ends inside an op never held the host between ops
+    inside = {o.name: o.gap_us for o in extract_workload(make_trace(
+        mods, comm_args={"async": True}, gap_us=3.0, steps=[0], comm=[(0, 11.0, 20.0)])).ops}
+    assert (inside["FW.l0"], inside["FW.l1"]) == pytest.approx((3.0, 3.0))
 
 
 def test_extract_medians_over_steps_rescaled_to_median_step():

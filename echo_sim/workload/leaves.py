@@ -10,7 +10,9 @@ its medians over. Per step (bounds: the STEP marker, else the span of the step's
               ``_called_in_ops``); the simulator models those itself
     gap_us  = next leaf's ts - end (>= 0), minus the part of it covered by the union of the
               step's Comm slices (DDP's buckets only before a non-backward op: inside the
-              backward the host works on beside them); 0 for the step's last leaf
+              backward the host works on beside them; other asynchronous slices only from
+              the end of the last leaf before their end: the host waits for them there,
+              and works beside them before); 0 for the step's last leaf
     pre_us  = first leaf's ts - step start (>= 0);  post_us = step end - last leaf's end (>= 0)
 
 Every step is computed at once over flat columns (one sort of the rank's rows by step and
@@ -156,6 +158,31 @@ def _called_in_ops(sync: np.ndarray, cand: np.ndarray, ca: np.ndarray, cb: np.nd
     return out
 
 
+def _waited_from(cand: np.ndarray, ca: np.ndarray, cb: np.ndarray, cks: np.ndarray,
+                 lk: np.ndarray, lts: np.ndarray, lend: np.ndarray) -> np.ndarray:
+    """Where the host began to wait for each Comm slice ``[ca, cb]`` (step groups ``cks``):
+    ``ca`` for all but the asynchronous ones ``cand``, whose calls return at once and whose
+    slice runs on while the host goes on with its own work (a pipeline stage's ``isend``
+    under the next micro-batch's forward, a prefetch). The host blocks on those only in its
+    ``wait()``, which is in the gap where the slice ends: from the end of the last leaf
+    before ``cb`` (or ``ca`` if later). A slice that ends inside a leaf never blocked the
+    host between leaves (its start is returned as ``cb``: an empty interval)."""
+    out = ca.copy()
+    if not cand.any() or lk.size == 0:
+        return out
+    for g in np.unique(cks[cand]).tolist():
+        lo, hi = np.searchsorted(lk, g, "left"), np.searchsorted(lk, g, "right")
+        if hi == lo:
+            continue
+        q = np.flatnonzero(cand & (cks == g))
+        j = lo + np.searchsorted(lts[lo:hi], cb[q], "right") - 1  # last leaf starting <= cb
+        ok = j >= lo
+        jj = np.where(ok, j, lo)
+        inside = ok & (lend[jj] > cb[q] + NEST_TOL_US)
+        out[q] = np.where(inside, cb[q], np.where(ok, np.maximum(ca[q], lend[jj]), ca[q]))
+    return out
+
+
 def step_leaves(trace: Trace, rank: int, steps: list[int]) -> StepLeaves:
     """The leaves of ``rank`` in each of ``steps`` (distinct step numbers); steps without a
     compute event are left out."""
@@ -193,13 +220,15 @@ def step_leaves(trace: Trace, rank: int, steps: list[int]) -> StepLeaves:
     a = ev.ts_us[comm_rows]
     b = a + ev.dur_us[comm_rows]
     sync, ddp, other = _comm_kinds(trace, comm_rows)
-    cov = _covered_us(end[q], nxt[q], ck[q], a, b, comm_k)
+    # an asynchronous slice (not DDP's) blocked the host only from its wait to its end
+    wa = _waited_from(other, a, b, comm_k, ck, ts, end)
+    cov = _covered_us(end[q], nxt[q], ck[q], wa, b, comm_k)
     # DDP's buckets run on the backend's thread while backward goes on: a gap before another
     # backward op is the host's own work even while a bucket is in flight (only the gap
     # before the optimizer waits for them)
     if ddp.any():
         nxt_bw = np.r_[ev.cat[crow[1:]] == int(Cat.BW), False][q]
-        cov_no_ddp = _covered_us(end[q], nxt[q], ck[q], a[~ddp], b[~ddp], comm_k[~ddp])
+        cov_no_ddp = _covered_us(end[q], nxt[q], ck[q], wa[~ddp], b[~ddp], comm_k[~ddp])
         cov = np.where(nxt_bw, cov_no_ddp, cov)
     gap[q] -= np.minimum(gap[q], cov)
     gap[~has_next] = 0.0
