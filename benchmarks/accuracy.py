@@ -501,7 +501,7 @@ def repredict(doc: dict[str, Any], root: Path, cluster: str | None = None) -> di
     """Predict again every measured repetition of ``doc`` (a result document whose run kept
     its files under ``root``, ``--keep``) from its kept trace and comm profile, with the
     current models (through the simulate command, run in ``root``); measurements are reused
-    as they are. A repetition whose prediction fails keeps its measurement and the error.
+    as they are, a diagnosed repetition's simulated figures are made again. A repetition whose prediction fails keeps its measurement and the error.
     Returns a new document."""
     cases = tuple(Case(layout=r["layout"], size=r["model"], nproc=r["nproc"])
                   for r in doc["cases"])
@@ -512,9 +512,14 @@ def repredict(doc: dict[str, Any], root: Path, cluster: str | None = None) -> di
                 raw[case.name].append(rec)
                 continue
             r = int(rec["rep"])
+            base = root / f"rep{r}" / case.size
+            # a diagnosed repetition's simulated timeline is written again, so that its
+            # figures beside the real job's are today's model's too
+            dg = "simulated" in rec.get("diagnosis", {})
             try:
-                pred = _predict(root / f"rep{r}" / case.size / "trace", case,
-                                root / f"rep{r}" / "comm.json", None, cluster, root=root)
+                pred = _predict(base / "trace", case, root / f"rep{r}" / "comm.json",
+                                base / f"{case.layout}-sim" if dg else None, cluster,
+                                root=root)
             except SimulateError as e:
                 raw[case.name].append({"rep": r, "measured_us": rec["measured_us"],
                                        "error": str(e), "simulate_argv": e.argv})
@@ -528,6 +533,9 @@ def repredict(doc: dict[str, Any], root: Path, cluster: str | None = None) -> di
                        predicted_peak_bytes=int(pred["peak_memory_bytes"]),
                        simulate_argv=pred["simulate_argv"], warnings=pred["warnings"],
                        sim_wall_s=pred["sim_wall_s"])
+            if dg:
+                new["diagnosis"] = dict(rec["diagnosis"],
+                                        simulated=_collect_figures(base / f"{case.layout}-sim"))
             if "rss_before_model_bytes" in single:
                 new["predicted_mem_delta_bytes"] = int(pred["peak_memory_bytes"]
                                                        - single["rss_before_model_bytes"])

@@ -233,6 +233,11 @@ def test_repredict_goes_through_the_cli(kept_run: Path, tmp_path: Path) -> None:
                      "error_pct": _err_pct(1.0, 50_000.0), "measured_mem_delta_bytes": 1 << 20,
                      "predicted_mem_delta_bytes": 1, "load_avg_before": [0.5, 0.4, 0.3],
                      "load_avg_after": [1.5, 0.6, 0.4]}] for c in cases}
+    # a diagnosed repetition: its simulated figures are made again, the real ones kept
+    stale = {"iteration_time_us": 1.0, "fwbw_us": 1.0, "compute_us": 1.0, "comm_us": 0.0,
+             "overlapped_us": 0.0, "exposed_us": 0.0}
+    raw["fsdp/resnet"][0]["diagnosis"] = {"real_captured": {"iteration_time_us": 7.0},
+                                          "simulated": stale}
     singles = [{"rep": 0, "size": s, "rss_before_model_bytes": 1 << 20} for s in NEW]
     doc = _summarise(cases, raw, singles, [0.5], steps=5, warmup=1, reps=1)
     doc["machine"]["load_avg_per_rep"] = [{"rep": 0, "before": [0.5, 0.4, 0.3],
@@ -247,6 +252,11 @@ def test_repredict_goes_through_the_cli(kept_run: Path, tmp_path: Path) -> None:
         assert row["simulate_argv"][4] == f"rep0/{row['model']}/trace"
         assert row["load_avg_1min_range"] == [0.5, 1.5]
     assert redo["machine"]["load_avg_per_rep"] == doc["machine"]["load_avg_per_rep"]
+    fsdp = next(r for r in redo["cases"] if r["case"] == "fsdp/resnet")["reps"][0]
+    assert fsdp["diagnosis"]["real_captured"] == {"iteration_time_us": 7.0}
+    assert fsdp["diagnosis"]["simulated"]["iteration_time_us"] == pytest.approx(
+        fsdp["predicted_us"], rel=0.01)
+    assert fsdp["diagnosis"]["simulated"]["comm_us"] > 0
     # a kept repetition whose files are gone keeps its measurement and says why
     gone = repredict(doc, tmp_path)
     assert all("error" in r and "error_pct" not in r for r in gone["cases"])
