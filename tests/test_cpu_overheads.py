@@ -8,6 +8,7 @@ import dataclasses
 import statistics
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from echo_sim.cost.comm_profile import CommProfile, load_comm_profile, save_comm_profile
@@ -189,6 +190,55 @@ def test_fsdp_unit_on_the_world_mesh(mesh_prof: CommProfile) -> None:
                c.bw_c_us_per_byte) >= 0
     # copies are inside the CPU times: no separate memcpy term
     assert c.copy_bytes_per_us == 0.0 and fsdp_copy_us(1e6, 2, c.copy_bytes_per_us) == (0, 0)
+
+
+def test_ddp_host_cost_fit_and_where_simulate_adds_it(prof: CommProfile,
+                                                      tmp_path: Path) -> None:
+    """DDP's reducer cost: a plane through the configurations' medians (forward per call,
+    backward per call + per parameter + per byte), added to a DDP plan only: the forward
+    part on the first forward op, each backward op's own parameters and bytes on it, the
+    per-call part on the last backward op."""
+    from echo_sim.cost.cpu_overheads import ddp_hooks
+    from echo_sim.measure.host_overheads import DDP_CONFIGS
+    from echo_sim.sim.host_costs import apply_host_costs
+    from echo_sim.workload.build import Layout, make_plan
+
+    assert ddp_hooks(prof) is None  # a profile from before the microbenchmark
+    ps = [2.0 * n for n, _ in DDP_CONFIGS]
+    nb = [4.0 * n * (h * h + h) for n, h in DDP_CONFIGS]
+    fw = [100.0] * 6  # ranks in turn
+    bw = [100.0 + 3.0 * p + 1e-4 * b for p, b in zip(ps, nb, strict=True)] * 2
+    synth = dataclasses.replace(prof, calibration={
+        "ddp_fw_cpu_us": fw, "ddp_bw_cpu_us": bw, "ddp_params": ps, "ddp_bytes": nb})
+    c = ddp_hooks(synth)
+    assert c is not None and "DDP host cost" in c.note
+    assert c.fw == pytest.approx((100.0, 0.0, 0.0), abs=1e-6)
+    assert c.bw == pytest.approx((100.0, 3.0, 1e-4))
+    wl = extract_workload(gpt_trace(2))
+    layout = Layout(dp=2, tp=1, pp=1)
+    base = np.array([o.time_us for o in wl.ops])
+    plans = [make_plan(wl, layout, base.copy()) for _ in range(2)]
+    notes = apply_host_costs(plans[1], wl, layout, profile=synth, fsdp=False,
+                             vocab_parallel=False, foreach=True, ddp=True)
+    assert notes == [c.note]
+    added = plans[1].time_us - plans[0].time_us
+    owned = params_per_module(wl)
+    fw_ops = [o for o in wl.ops if o.phase == "F"]
+    bw_ops = [o for o in wl.ops if o.phase == "B"]
+    n_all = sum(owned.get(o.module, 0) for o in fw_ops)
+    assert added[fw_ops[0].index] == pytest.approx(c.fw_us(n_all, sum(o.param_bytes
+                                                                        for o in fw_ops)))
+    pbytes = {o.module: o.param_bytes for o in fw_ops}
+    want_bw = sum(3.0 * owned.get(o.module, 0) + 1e-4 * pbytes[o.module] * (
+        owned.get(o.module, 0) > 0) for o in bw_ops) + 100.0
+    assert sum(added[o.index] for o in bw_ops) == pytest.approx(want_bw)
+    assert added[bw_ops[-1].index] >= 100.0
+    # FSDP2 or no DDP: nothing of it
+    for kw in ({"fsdp": True, "ddp": True}, {"fsdp": False, "ddp": False}):
+        again = make_plan(wl, layout, base.copy())
+        got = apply_host_costs(again, wl, layout, profile=synth, vocab_parallel=False,
+                               foreach=True, **kw)
+        assert not any("DDP host cost" in m for m in got)
 
 
 def test_fsdp_unit_line_through_two_parameter_counts(prof: CommProfile) -> None:

@@ -162,11 +162,13 @@ def test_gloo_profile_carries_host_calibration() -> None:
     from echo_sim.cost.cpu_overheads import (
         comm_overlap,
         contention,
+        ddp_hooks,
         dtensor_dispatch,
         fsdp_unit,
         skew,
     )
     from echo_sim.measure.host_overheads import (
+        DDP_CONFIGS,
         FSDP_CONFIGS,
         FSDP_UNITS,
         OPTIM_PARAMS,
@@ -191,6 +193,10 @@ def test_gloo_profile_carries_host_calibration() -> None:
     assert cal["fsdp_params"] == [2.0 * n for n, _ in FSDP_CONFIGS]
     assert cal["fsdp_unit_bytes"] == [4.0 * n * (h * h + h) for n, h in FSDP_CONFIGS]
     assert len(cal["fsdp_fw_cpu_us"]) == len(cal["fsdp_bw_cpu_us"]) == 2 * len(FSDP_CONFIGS)
+    # DDP over the world group: one median per configuration and rank
+    assert cal["ddp_params"] == [2.0 * n for n, _ in DDP_CONFIGS]
+    assert cal["ddp_bytes"] == [4.0 * n * (h * h + h) for n, h in DDP_CONFIGS]
+    assert len(cal["ddp_fw_cpu_us"]) == len(cal["ddp_bw_cpu_us"]) == 2 * len(DDP_CONFIGS)
     assert "dtensor_fw_us" not in cal  # the one-rank-mesh samples of older profiles
     # 15 x SYNC_ROUNDS_FACTOR rounds x 3 amounts of work x 2 ranks
     assert len(cal["sync_us"]) == len(cal["sync_work_us"]) == 15 * SYNC_ROUNDS_FACTOR * 3 * 2
@@ -202,7 +208,7 @@ def test_gloo_profile_carries_host_calibration() -> None:
     assert OPTIM_PARAMS >= 1 and FSDP_UNITS >= 1
     assert contention(prof, 2) is not None and dtensor_dispatch(prof) is not None
     assert fsdp_unit(prof) is not None and skew(prof) is not None
-    assert comm_overlap(prof, 2) is not None
+    assert comm_overlap(prof, 2) is not None and ddp_hooks(prof) is not None
     off = measure_comm_profile(ProfileSpec(nproc=2, sizes_bytes=(4096,), iters=1, warmup=0,
                                            ops=("all_reduce",), backend="gloo", progress=False,
                                            host_overheads=False, timeout_s=60))

@@ -44,6 +44,12 @@ contention factor like every other op.
   ``W_busy`` of work then costs, after ``W`` of compute in the job,
   ``max(t_busy(S) - kappa · W_busy, 0) + kappa · W``; an idle-mode profile (a barrier
   before each timed collective) has ``W_busy = 0``.
+* :func:`ddp_hooks` — per step of a ``DistributedDataParallel`` model, the host time of its
+  forward pre-processing and its reducer (per-parameter autograd hooks, the gradients' copies
+  into and out of the flat buckets, the all-reduces' issue; ``torch/nn/parallel/
+  distributed.py``, ``torch/csrc/distributed/c10d/reducer.cpp``): ``a + b · params + c ·
+  bytes`` for forward and for backward through the medians of thread CPU time (DDP minus the
+  plain model) at three (parameters, bytes) models, as :func:`fsdp_unit`.
 * :func:`comm_overlap` — a collective and the compute running at once on a shared host
   (DDP's bucket all-reduces during backward, FSDP2's prefetched gathers): gloo's
   communication thread competes with the compute threads for the cores, so both progress
@@ -84,6 +90,8 @@ __all__ = [
     "Calibrated",
     "CommOverlap",
     "comm_overlap",
+    "DdpCost",
+    "ddp_hooks",
     "FsdpUnitCost",
     "contention",
     "fair_share_bound",
@@ -426,6 +434,48 @@ def fsdp_unit(profile: CommProfile | None) -> FsdpUnitCost | None:
                             f"FSDP2 hooks per unit: forward {fa:.0f} + {fb:.1f}/param us, "
                             f"backward {ba:.0f} + {bb:.1f}/param us; copy-in/out at "
                             f"{copy / 1e3:.1f} GB/s"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class DdpCost:
+    """Host µs of a DDP model's forward and backward: ``a + b · params + c · bytes`` each
+    (``params``: parameter tensors, ``bytes``: their bytes)."""
+
+    fw: tuple[float, float, float]
+    bw: tuple[float, float, float]
+    note: str
+
+    def fw_us(self, params: float, nbytes: float) -> float:
+        a, b, c = self.fw
+        return a + b * params + c * nbytes
+
+    def bw_us(self, params: float, nbytes: float) -> float:
+        a, b, c = self.bw
+        return a + b * params + c * nbytes
+
+
+def ddp_hooks(profile: CommProfile | None) -> DdpCost | None:
+    """DDP's host cost per forward and backward (see module), or None without samples
+    (profiles before it). ``ddp_fw_cpu_us`` / ``ddp_bw_cpu_us`` hold one median per (rank,
+    configuration), ranks in turn; ``ddp_params[i % k]`` / ``ddp_bytes[i % k]`` are sample
+    i's model."""
+    got = _get(profile, "ddp_fw_cpu_us", "ddp_bw_cpu_us", "ddp_params", "ddp_bytes")
+    if got is None:
+        return None
+    fw, bw, ps, nb = got
+    k = len(ps)
+    if k < 3 or len(nb) != k:
+        return None
+    xp = [ps[i % k] for i in range(len(fw))]
+    xb = [nb[i % k] for i in range(len(fw))]
+    f = tuple(plane_fit(xp, xb, fw))
+    b = tuple(plane_fit(xp, xb, bw))
+    mib = 1 << 20
+    return DdpCost(fw=(f[0], f[1], f[2]), bw=(b[0], b[1], b[2]), note=(
+        f"DDP host cost per pass: forward {f[0]:.0f} + {f[1]:.1f}/param + {f[2] * mib:.0f}/MiB"
+        f" us, backward {b[0]:.0f} + {b[1]:.1f}/param + {b[2] * mib:.0f}/MiB us (reducer "
+        f"hooks, bucket copies, all-reduce issue; thread CPU time, DDP minus plain, "
+        f"{len(fw)} configuration medians)"))
 
 
 def fsdp_copy_us(unit_bytes: float, dp: int, copy_bytes_per_us: float) -> tuple[float, float]:

@@ -29,6 +29,12 @@ spread:
   copy-out, buffer allocation, the collectives' issue and DTensor parameter swaps on the
   world mesh (median thread CPU time of FSDP2 minus that of plain, per unit: one value per
   rank and configuration);
+* ``ddp_fw_cpu_us`` / ``ddp_bw_cpu_us`` per model at the configurations :data:`DDP_CONFIGS`
+  (``ddp_params`` / ``ddp_bytes`` list each one's parameters and bytes) against the plain
+  model: ``DistributedDataParallel``'s forward pre-processing, its reducer's per-parameter
+  autograd hooks, the gradients' copies into and out of the flat buckets and the
+  all-reduces' issue (median thread CPU time of DDP minus that of plain: one value per rank
+  and configuration; the all-reduces themselves run on gloo's thread);
 * ``sync_work_us`` / ``sync_us``: a 4 KiB all-reduce (slowest rank's clock) right after 0,
   1 or 2 runs of the contention work on every rank (:data:`SYNC_ROUNDS_FACTOR` times the
   other quantities' rounds), against that rank's work time — how
@@ -53,13 +59,19 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["FSDP_CONFIGS", "FSDP_UNITS", "OPTIM_PARAMS", "OVERLAP_BYTES", "SYNC_ROUNDS_FACTOR",
+__all__ = ["CONFIG_KEYS", "DDP_CONFIGS", "FSDP_CONFIGS", "FSDP_UNITS", "OPTIM_PARAMS", "OVERLAP_BYTES", "SYNC_ROUNDS_FACTOR",
            "TP_SHAPES", "measure_host_overheads"]
 
 OPTIM_PARAMS = 4  # parameters in the optimizer microbenchmark
+# lists that describe the measured configurations, the same on every rank: kept once
+CONFIG_KEYS = frozenset({"tp_act_bytes", "fsdp_params", "fsdp_unit_bytes", "ddp_params",
+                         "ddp_bytes"})
 FSDP_UNITS = 2  # fully_shard units in the FSDP2 microbenchmark
 # (Linears per unit, their width): a per-unit, a per-parameter and a per-byte part
 FSDP_CONFIGS = ((1, 32), (3, 32), (1, 256))
+# (Linears, their width) of the DDP microbenchmark's model: a per-call, a per-parameter and a
+# per-byte part (the reducer hooks each parameter and copies every gradient byte twice)
+DDP_CONFIGS = ((2, 32), (8, 32), (2, 512))
 OVERLAP_BYTES = (64 << 10, 1 << 20, 8 << 20)  # all-reduce sizes of the overlap rounds
 # (tokens, hidden) of the tensor-parallel pair: a per-call and a per-byte part of DTensor's cost
 TP_SHAPES = ((64, 32), (1024, 128))
@@ -276,6 +288,35 @@ def _fsdp(mesh: Any, reps: int) -> dict[str, list[float]]:
     return out
 
 
+def _ddp(reps: int) -> dict[str, list[float]]:
+    import torch
+    from torch import nn
+
+    out: dict[str, list[float]] = {k: [] for k in ("ddp_fw_cpu_us", "ddp_bw_cpu_us",
+                                                   "ddp_params", "ddp_bytes")}
+    for linears, h in DDP_CONFIGS:
+        x = torch.randn(_TOKENS, h)
+
+        def build(linears: int = linears, h: int = h) -> Any:
+            return nn.Sequential(*(nn.Linear(h, h) for _ in range(linears)))
+
+        wrapped = nn.parallel.DistributedDataParallel(build())
+        plain = build()
+        samples: dict[str, list[float]] = {"f1": [], "b1": [], "f0": [], "b0": []}
+        for i in range(reps + 1):
+            for model, tag in ((wrapped, "1"), (plain, "0")):
+                f, b = _fw_bw_cpu(model, x)
+                if i:  # the first call builds the buckets
+                    samples["f" + tag].append(f)
+                    samples["b" + tag].append(b)
+        med = {k: statistics.median(v) for k, v in samples.items()}
+        out["ddp_fw_cpu_us"].append(max(med["f1"] - med["f0"], 0.0))
+        out["ddp_bw_cpu_us"].append(max(med["b1"] - med["b0"], 0.0))
+        out["ddp_params"].append(2.0 * linears)
+        out["ddp_bytes"].append(4.0 * linears * (h * h + h))
+    return out
+
+
 def _copy_bw(reps: int) -> list[float]:
     import torch
 
@@ -305,6 +346,7 @@ def measure_host_overheads(rank: int, nproc: int, work: Callable[[], Any], *,
     out.update(_tensor_parallel(world, reps))
     out.update(_optimizer(world, reps))
     out.update(_fsdp(world, reps))
+    out.update(_ddp(reps))
     out["copy_bytes_per_us"] = _copy_bw(reps)
     dist.barrier()
     return out

@@ -350,7 +350,7 @@ def _host_overheads(spec: ProfileSpec, rank: int, nproc: int, device: Any,
     pooled (``contention_alone_us``: rank 0's only, as it is the only one measuring)."""
     import torch.distributed as dist
 
-    from echo_sim.measure.host_overheads import measure_host_overheads
+    from echo_sim.measure.host_overheads import CONFIG_KEYS, measure_host_overheads
 
     work = busy or _busy_setup(replace(spec, busy_us=_CONTENTION_WORK_US), rank, nproc, device)
     mine = measure_host_overheads(rank, nproc, work.run)
@@ -359,7 +359,7 @@ def _host_overheads(spec: ProfileSpec, rank: int, nproc: int, device: Any,
     pooled: dict[str, list[float]] = {}
     for r, samples in enumerate(every):
         for k, v in samples.items():
-            if k in ("fsdp_params", "fsdp_unit_bytes", "tp_act_bytes") and r:  # the same on every rank
+            if k in CONFIG_KEYS and r:  # the same on every rank
                 continue
             pooled.setdefault(k, []).extend(float(x) for x in v)
     return pooled

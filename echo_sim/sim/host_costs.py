@@ -12,7 +12,12 @@ communication profile with host calibration samples, this adds, on the compute s
   implementation;
 * FSDP2: the per-unit hook cost (forward and backward of every unit, each micro-batch) by
   its parameters and unsharded bytes (plus its copy-in/copy-out bytes at memcpy bandwidth
-  for older profiles, whose hook cost did not hold them), and the optimizer's extra cost per (DTensor) parameter.
+  for older profiles, whose hook cost did not hold them), and the optimizer's extra cost per (DTensor) parameter;
+* DDP (``torch.nn.parallel.DistributedDataParallel``, each micro-batch): its forward's
+  pre-processing on the stage's first forward op (by the stage's parameters and bytes), and
+  its reducer's per-parameter part on every backward op by the op's own parameters (the
+  autograd hook fires as each gradient is ready, beside the bucket all-reduces in flight),
+  the per-call part on the stage's last backward op.
 
 Each model appends the line it used to the returned descriptions; all are scaled by the
 host's compute contention factor, as the traced ops are.
@@ -24,13 +29,15 @@ import numpy as np
 
 from echo_sim.cost.comm_profile import CommProfile
 from echo_sim.cost.cpu_overheads import (
+    DdpCost,
     FsdpUnitCost,
+    ddp_hooks,
     dtensor_dispatch,
     fsdp_copy_us,
     fsdp_unit,
     optimizer_per_param,
 )
-from echo_sim.workload.build import Layout, Plan
+from echo_sim.workload.build import Layout, Plan, StagePlan
 from echo_sim.workload.fsdp import fsdp_units
 from echo_sim.workload.ops import Op, Workload, param_owner
 from echo_sim.workload.tensor_parallel import tp_param_bytes
@@ -53,14 +60,15 @@ def params_per_module(workload: Workload) -> dict[str, int]:
 def apply_host_costs(plan: Plan, workload: Workload, layout: Layout, *,
                      profile: CommProfile | None, fsdp: bool, vocab_parallel: bool,
                      foreach: bool, slowdown: float = 1.0,
-                     mb_scale: float = 1.0) -> list[str]:
+                     mb_scale: float = 1.0, ddp: bool = False) -> list[str]:
     """Add the costs of the module docstring to ``plan`` in place; returns descriptions.
 
     ``slowdown``: the compute contention factor the other ops got; the calibrated per-call
     costs are intrinsic (CPU times or fastest samples) and are scaled by it alike.
     ``mb_scale``: target micro-batch ÷ traced micro-batch (activation bytes scale).
+    ``ddp``: the data-parallel replicas are ``DistributedDataParallel`` models.
     """
-    if profile is None or (layout.tp == 1 and not fsdp):
+    if profile is None or (layout.tp == 1 and not fsdp and not ddp):
         return []
     from echo_sim.measure.host_overheads import OPTIM_PARAMS
 
@@ -86,6 +94,12 @@ def apply_host_costs(plan: Plan, workload: Workload, layout: Layout, *,
             _fsdp_units(sp.fw, sp.bw, workload, owned, layout, unit_cost, t, slowdown,
                         tp=layout.tp_of(k % layout.pp))
         notes.append(unit_cost.note)
+    ddp_cost = ddp_hooks(profile) if ddp and layout.dp > 1 and not fsdp else None
+    if ddp_cost is not None:
+        for s in range(layout.pp):
+            chunks = [plan.stages[c * layout.pp + s] for c in range(layout.virtual)]
+            _ddp_hooks(chunks, owned, layout.tp_of(s), ddp_cost, t, slowdown)
+        notes.append(ddp_cost.note)
     for s in range(layout.pp):
         if not fsdp and layout.tp_of(s) == 1:  # a stage without TP holds plain tensors
             continue
@@ -123,3 +137,24 @@ def _fsdp_units(fw: list[Op], bw: list[Op], workload: Workload, owned: dict[str,
         first_bw = bw_units.get(unit)
         if first_bw:
             times[first_bw[0].index] += (cost.bw_us(n, nbytes) + c_bw) * slowdown
+
+
+def _ddp_hooks(chunks: list[StagePlan], owned: dict[str, int], tp: int, cost: DdpCost,
+               times: np.ndarray, slowdown: float) -> None:
+    """One pipeline stage's DDP model (its chunks in order): the forward part on its first
+    forward op, the per-parameter/per-byte backward part on each backward op by its own
+    parameters, the per-call backward part on its last backward op."""
+    fw = [o for c in chunks for o in c.fw]
+    bw = [o for c in chunks for o in c.bw]
+    if not fw or not bw:
+        return
+    n = sum(owned.get(o.module, 0) for o in fw)
+    nbytes = sum(tp_param_bytes(o, tp) for o in fw)
+    times[fw[0].index] += cost.fw_us(n, nbytes) * slowdown
+    _, b, c = cost.bw
+    fw_of = {o.module: o for o in fw}
+    for o in bw:
+        f = fw_of.get(o.module)
+        if f is not None and owned.get(o.module, 0):
+            times[o.index] += (b * owned[o.module] + c * tp_param_bytes(f, tp)) * slowdown
+    times[bw[-1].index] += cost.bw[0] * slowdown

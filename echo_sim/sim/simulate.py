@@ -483,7 +483,9 @@ def _plan(config: SimConfig, workload: Workload, layout: Layout, base: np.ndarra
     notes.models.extend(apply_host_costs(plan, workload, layout, profile=host,
                                          fsdp=config.fsdp, vocab_parallel=config.vocab_parallel,
                                          foreach=foreach, slowdown=slowdown,
-                                         mb_scale=mb_scale))
+                                         mb_scale=mb_scale,
+                                         ddp=(not config.fsdp and zero.spec is None
+                                              and config.data_parallel == "ddp")))
     return plan
 
 
