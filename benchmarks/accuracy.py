@@ -59,9 +59,13 @@ Usage::
         [--keep DIR] [--output FILE] [--comm-profile FILE | --profile-sizes 1KB..16MB]
         [--nproc 2] [--no-plain-single] [--cluster PRESET]
     python benchmarks/accuracy.py --repredict OLD.json --keep DIR [--output NEW.json]
+    python benchmarks/accuracy.py --merge RUN1.json RUN2.json ... [--output ALL.json]
 
 ``--repredict`` runs no job: it predicts every kept repetition again with the current
 models (each from its own trace and comm profile) against the measurements on record.
+``--merge`` runs no job either: it pools the repetitions of several runs into one table (a
+row's median and noise over every repetition of every run; on a shared 2-core host the
+same command's runs an hour apart differ by more than one run's own spread).
 
 ``--no-plain-single`` skips the uncaptured 1-process run kept beside each trace to measure
 capture overhead (the traced op times the prediction starts from include it).
@@ -88,8 +92,8 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-__all__ = ["CASES", "SIZES", "Case", "half_iqr_pct", "main", "repredict", "run_benchmark",
-           "table"]
+__all__ = ["CASES", "SIZES", "Case", "half_iqr_pct", "main", "merge", "repredict",
+           "run_benchmark", "table"]
 
 RESULTS = REPO / "benchmarks" / "results" / "accuracy.json"
 SCRIPT = Path(__file__).resolve()
@@ -551,6 +555,42 @@ def repredict(doc: dict[str, Any], root: Path, cluster: str | None = None) -> di
     return out
 
 
+def merge(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One document of several runs of the benchmark (the same steps and warm-up): every
+    case's repetitions pooled (each tagged with its ``run``, the index into ``docs``, and
+    that run's date), the summary made again over all of them, so that a row's median and
+    noise come from every repetition of every run. A case some run lacks pools the others'.
+    Raises ``ValueError`` when the runs differ in steps or warm-up."""
+    if not docs:
+        raise ValueError("nothing to merge")
+    first = docs[0]["method"]
+    for d in docs[1:]:
+        if (d["method"]["steps"], d["method"]["warmup_steps"]) != (first["steps"],
+                                                                   first["warmup_steps"]):
+            raise ValueError("runs to merge differ in --steps or --warmup")
+    cases: dict[str, Case] = {}
+    raw: dict[str, list[dict[str, Any]]] = {}
+    singles: list[dict[str, Any]] = []
+    loads: list[float] = []
+    for i, d in enumerate(docs):
+        for row in d["cases"]:
+            c = Case(layout=row["layout"], size=row["model"], nproc=row["nproc"])
+            cases.setdefault(c.name, c)
+            raw.setdefault(c.name, []).extend(dict(r, run=i, run_date=d["date"])
+                                              for r in row["reps"])
+        singles += [dict(s, run=i) for s in d.get("single_traces", [])]
+        loads += d["machine"].get("load_avg_1min_at_runs", [])
+    out = _summarise(tuple(cases.values()), raw, singles, loads, steps=first["steps"],
+                     warmup=first["warmup_steps"], reps=sum(d["method"]["reps"] for d in docs),
+                     cluster=None if first["cluster_preset"].startswith("none")
+                     else first["cluster_preset"])
+    out["machine"]["load_avg_per_rep"] = [dict(x, run=i) for i, d in enumerate(docs)
+                                          for x in d["machine"].get("load_avg_per_rep", [])]
+    out["method"]["merged"] = [{"date": d["date"], "reps": d["method"]["reps"],
+                                "repredicted": d["method"].get("repredicted")} for d in docs]
+    return out
+
+
 def _summarise(cases: tuple[Case, ...], raw: dict[str, list[dict[str, Any]]],
                singles: list[dict[str, Any]], loads: list[float], *, steps: int, warmup: int,
                reps: int, cluster: str | None = None) -> dict[str, Any]:
@@ -744,6 +784,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--cluster", default=None,
                    help="re-time to this cluster preset (default: none, the traced hardware)")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per job (default 300)")
+    p.add_argument("--merge", nargs="+", default=[], metavar="RESULT_JSON",
+                   help="run no job: pool the repetitions of these runs' result JSONs (same "
+                        "--steps and --warmup) into one table and --output")
     p.add_argument("--repredict", default="", metavar="RESULT_JSON",
                    help="run no job: predict again the repetitions of RESULT_JSON from the "
                         "traces and profiles its run kept under --keep, with today's models")
@@ -773,10 +816,20 @@ def main(argv: list[str] | None = None) -> int:
                   if c.layout in layouts and c.size in sizes)
     if "tiny" in sizes:
         cases += tuple(Case(layout=lay, size="tiny", nproc=a.nproc) for lay in layouts)
+    output = Path(a.output)
+    if a.merge:
+        try:
+            doc = merge([json.loads(Path(f).read_text()) for f in a.merge])
+        except (OSError, ValueError, KeyError) as e:
+            p.error(f"--merge: {e}")
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(json.dumps(doc, indent=1) + "\n")
+        print(table(doc))
+        print(f"\nwrote {output}")
+        return 0
     if not cases and not a.repredict:
         have = ", ".join(f"{c.size}: {c.layout}" for c in CASES if c.size in sizes)
         p.error(f"no case for --layouts {a.layouts} on --sizes {a.sizes} (cases: {have})")
-    output = Path(a.output)
     if a.repredict:
         if not a.keep:
             p.error("--repredict needs --keep DIR: where that run kept its files")

@@ -263,6 +263,46 @@ def test_repredict_goes_through_the_cli(kept_run: Path, tmp_path: Path) -> None:
     assert "simulate exit 2" in gone["cases"][0]["error"]
 
 
+def test_merge_pools_the_runs_repetitions(tmp_path: Path) -> None:
+    from benchmarks.accuracy import merge
+
+    def run(errs: list[float], date: str, steps: int = 5) -> dict[str, Any]:
+        cases = (Case(layout="fsdp", size="bert"),)
+        raw = {"fsdp/bert": [{"rep": i, "measured_us": 50_000.0,
+                              "predicted_us": 50_000.0 * (1 + e / 100),
+                              "error_pct": e, "measured_mem_delta_bytes": 1 << 20,
+                              "predicted_mem_delta_bytes": 1 << 20, "step_spread_pct": 1.0}
+                             for i, e in enumerate(errs)]}
+        doc = _summarise(cases, raw, [], [0.5], steps=steps, warmup=1, reps=len(errs))
+        doc["date"] = date
+        return doc
+
+    a, b = run([20.0, 22.0, 24.0], "A"), run([-2.0, 0.0, 2.0], "B")
+    assert a["cases"][0]["error_pct"] == pytest.approx(22.0)
+    got = merge([a, b])
+    row = got["cases"][0]
+    # the median over all six repetitions, and their spread as the noise
+    assert row["rep_errors_pct"] == [20.0, 22.0, 24.0, -2.0, 0.0, 2.0]
+    assert row["error_pct"] == pytest.approx(11.0)
+    # two runs that disagree by 22 points: their predictions' spread is the noise, and no
+    # error inside it is claimed (one run alone would have claimed +22 %)
+    assert row["noise_pct"] == pytest.approx(row["prediction_spread_pct"]) and \
+        row["noise_pct"] > 11.0 and row["within_noise"] is True
+    assert [(r["run"], r["run_date"]) for r in row["reps"]] == [(0, "A")] * 3 + [(1, "B")] * 3
+    assert got["method"]["reps"] == 6 and [m["date"] for m in got["method"]["merged"]] == \
+        ["A", "B"]
+    with pytest.raises(ValueError, match="differ in --steps"):
+        merge([a, run([0.0], "C", steps=9)])
+    # the command line: files in, one table and JSON out; a bad file is a one-line error
+    fa, fb, out = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "all.json"
+    fa.write_text(json.dumps(a))
+    fb.write_text(json.dumps(b))
+    assert main(["--merge", str(fa), str(fb), "--output", str(out)]) == 0
+    assert json.loads(out.read_text())["cases"][0]["rep_errors_pct"] == row["rep_errors_pct"]
+    with pytest.raises(SystemExit):
+        main(["--merge", str(tmp_path / "missing.json"), "--output", str(out)])
+
+
 # ------------------------------------------------------------------------------ the table
 def _doc() -> dict[str, Any]:
     argv = ["python", "-m", "echo_sim", "simulate", "rep0/bert/trace", "--dp", "2", "--fsdp",
