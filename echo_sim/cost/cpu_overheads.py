@@ -396,6 +396,25 @@ def plane_fit(ps: Sequence[float], bs: Sequence[float], ys: Sequence[float]) -> 
     return float(coef[0]), float(coef[1]), float(coef[2])
 
 
+Plane = tuple[float, float, float]
+
+
+def _pass_planes(fw: list[float], bw: list[float], ps: list[float], nb: list[float]
+                 ) -> tuple[Plane, Plane, int] | None:
+    """``(a, b, c)`` of forward and of backward through the (parameters, bytes) medians of a
+    host microbenchmark that measured ``k = len(ps)`` configurations, each rank in turn
+    (sample ``i`` is configuration ``i % k``), and the samples' count; None with fewer than 3
+    configurations."""
+    k = len(ps)
+    if k < 3 or len(nb) != k:
+        return None
+    xp = [ps[i % k] for i in range(len(fw))]
+    xb = [nb[i % k] for i in range(len(fw))]
+    fa, fb, fc = plane_fit(xp, xb, fw)
+    ba, bb, bc = plane_fit(xp, xb, bw)
+    return (fa, fb, fc), (ba, bb, bc), len(fw)
+
+
 def fsdp_unit(profile: CommProfile | None) -> FsdpUnitCost | None:
     """The per-unit FSDP2 host cost (see module), or None without calibration samples.
 
@@ -405,14 +424,10 @@ def fsdp_unit(profile: CommProfile | None) -> FsdpUnitCost | None:
     """
     mesh = _get(profile, "fsdp_fw_cpu_us", "fsdp_bw_cpu_us", "fsdp_params", "fsdp_unit_bytes")
     if mesh is not None:
-        fw, bw, ps, nb = mesh
-        k = len(ps)
-        if k < 3 or len(nb) != k:
+        planes = _pass_planes(*mesh)
+        if planes is None:
             return None
-        xp = [ps[i % k] for i in range(len(fw))]
-        xb = [nb[i % k] for i in range(len(fw))]
-        fa, fb, fc = plane_fit(xp, xb, fw)
-        ba, bb, bc = plane_fit(xp, xb, bw)
+        (fa, fb, fc), (ba, bb, bc), n = planes
         mib = 1 << 20
         return FsdpUnitCost(
             fw_a_us=fa, fw_b_us=fb, bw_a_us=ba, bw_b_us=bb, copy_bytes_per_us=0.0,
@@ -420,7 +435,7 @@ def fsdp_unit(profile: CommProfile | None) -> FsdpUnitCost | None:
                 f"FSDP2 hooks per unit: forward {fa:.0f} + {fb:.1f}/param + {fc * mib:.0f}/MiB "
                 f"us, backward {ba:.0f} + {bb:.1f}/param + {bc * mib:.0f}/MiB us (thread CPU "
                 f"time on the profiled ranks' mesh, copies and allocation included; "
-                f"{len(fw)} configuration medians)"))
+                f"{n} configuration medians)"))
     got = _get(profile, "fsdp_fw_us", "fsdp_bw_us", "fsdp_params", "copy_bytes_per_us")
     if got is None or len(set(got[2])) < 2:
         return None
@@ -441,8 +456,8 @@ class DdpCost:
     """Host µs of a DDP model's forward and backward: ``a + b · params + c · bytes`` each
     (``params``: parameter tensors, ``bytes``: their bytes)."""
 
-    fw: tuple[float, float, float]
-    bw: tuple[float, float, float]
+    fw: Plane
+    bw: Plane
     note: str
 
     def fw_us(self, params: float, nbytes: float) -> float:
@@ -460,22 +475,16 @@ def ddp_hooks(profile: CommProfile | None) -> DdpCost | None:
     configuration), ranks in turn; ``ddp_params[i % k]`` / ``ddp_bytes[i % k]`` are sample
     i's model."""
     got = _get(profile, "ddp_fw_cpu_us", "ddp_bw_cpu_us", "ddp_params", "ddp_bytes")
-    if got is None:
+    planes = None if got is None else _pass_planes(*got)
+    if planes is None:
         return None
-    fw, bw, ps, nb = got
-    k = len(ps)
-    if k < 3 or len(nb) != k:
-        return None
-    xp = [ps[i % k] for i in range(len(fw))]
-    xb = [nb[i % k] for i in range(len(fw))]
-    f = tuple(plane_fit(xp, xb, fw))
-    b = tuple(plane_fit(xp, xb, bw))
+    f, b, n = planes
     mib = 1 << 20
-    return DdpCost(fw=(f[0], f[1], f[2]), bw=(b[0], b[1], b[2]), note=(
+    return DdpCost(fw=f, bw=b, note=(
         f"DDP host cost per pass: forward {f[0]:.0f} + {f[1]:.1f}/param + {f[2] * mib:.0f}/MiB"
         f" us, backward {b[0]:.0f} + {b[1]:.1f}/param + {b[2] * mib:.0f}/MiB us (reducer "
         f"hooks, bucket copies, all-reduce issue; thread CPU time, DDP minus plain, "
-        f"{len(fw)} configuration medians)"))
+        f"{n} configuration medians)"))
 
 
 def fsdp_copy_us(unit_bytes: float, dp: int, copy_bytes_per_us: float) -> tuple[float, float]:
