@@ -6,12 +6,15 @@ For every case (a parallel layout × an example model size) and every repetition
    size's workload module, ``--layout single --capture``), shared by all layouts of that
    model size in the repetition;
 2. profile the gloo collectives at the start of every repetition (``profile-comm --nproc
-   2``, 1 KB..16 MB, 15 timed runs per size) with its host microbenchmarks (compute
+   2``, 1 KB..16 MB, ``--profile-iters`` timed runs per size, 15 by default) with its host microbenchmarks (compute
    contention, rank skew, collective/compute overlap, DTensor and FSDP2 host costs), in
    idle mode by default (a barrier before each timed collective: the transfer alone, the
    lowest-noise figure; skew and overlap are then modelled from the microbenchmarks);
    ``--profile-busy-us 5000`` restores busy mode (that much compute on every rank before
    each timed collective, so the collective's time holds the wait after compute);
+   ``--second-profile-busy-us US`` also measures a second profile per repetition, right
+   after the first, in that mode (0: idle) and reports every case's error from it beside
+   the first's: two profiling modes compared on the very same jobs;
 3. predict through the command line a user runs: ``python -m echo_sim simulate TRACE
    --dp/--tp/--pp ... --comm-profile P --json`` (no ``--cluster``: the traced hardware,
    i.e. one CPU gloo host with ``nproc`` ranks; the measured profile with its host
@@ -379,7 +382,7 @@ def _loadavg() -> list[float]:
 
 def run_benchmark(cases: tuple[Case, ...], *, reps: int, steps: int, warmup: int, root: Path,
                   diagnose: bool, profile_sizes: str = "1KB..16MB", profile_iters: int = 15,
-                  profile_busy_us: float = 0.0,
+                  profile_busy_us: float = 0.0, second_busy_us: float | None = None,
                   comm_profile: Path | None = None, plain_single: bool = True,
                   timeout: float = 300, cluster: str | None = None,
                   log: Any = sys.stderr) -> dict[str, Any]:
@@ -389,7 +392,7 @@ def run_benchmark(cases: tuple[Case, ...], *, reps: int, steps: int, warmup: int
 
     nprocs = sorted({c.nproc for c in cases})
 
-    def measure_profile(path: Path) -> Path:
+    def measure_profile(path: Path, busy_us: float = profile_busy_us) -> Path:
         # Taken right before the runs it predicts: on a shared CPU host the collectives'
         # cost follows the load, and a profile from minutes earlier no longer fits.
         t0 = time.perf_counter()
@@ -397,7 +400,7 @@ def run_benchmark(cases: tuple[Case, ...], *, reps: int, steps: int, warmup: int
                            group_sizes=tuple(n for n in nprocs if n != max(nprocs)),
                            ops=("all_reduce", "all_gather", "reduce_scatter", "broadcast",
                                 "send"), iters=profile_iters, warmup=2, progress=False,
-                           busy_us=profile_busy_us)
+                           busy_us=busy_us)
         path.parent.mkdir(parents=True, exist_ok=True)
         save_comm_profile(measure_comm_profile(spec), path, overwrite=True)
         print(f"comm profile {path}: {time.perf_counter() - t0:.1f} s", file=log)
@@ -411,6 +414,10 @@ def run_benchmark(cases: tuple[Case, ...], *, reps: int, steps: int, warmup: int
     for rep in range(reps):
         rep_loads.append({"rep": rep, "before": _loadavg()})
         comm = comm_profile or measure_profile(root / f"rep{rep}" / "comm.json")
+        # the same repetition's runs predicted from a second profile, measured in another
+        # mode right after the first: the two modes compared side by side on the same jobs
+        comm_b = (measure_profile(root / f"rep{rep}" / "comm-b.json", second_busy_us)
+                  if second_busy_us is not None and comm_profile is None else None)
         for size in sizes:
             base = root / f"rep{rep}" / size
             loads.append(os.getloadavg()[0])
@@ -445,6 +452,8 @@ def run_benchmark(cases: tuple[Case, ...], *, reps: int, steps: int, warmup: int
                     pred = _predict(base / "trace", case, comm,
                                     base / f"{case.layout}-sim" if dg else None, cluster,
                                     root=root, timeout=timeout)
+                    pred_b = (_predict(base / "trace", case, comm_b, None, cluster, root=root,
+                                       timeout=timeout) if comm_b is not None else None)
                     row["load_avg_before"] = _loadavg()
                     recs = _launch(_train_flags(case.layout, size, steps=steps, capture=None,
                                                 nproc=case.nproc),
@@ -473,6 +482,10 @@ def run_benchmark(cases: tuple[Case, ...], *, reps: int, steps: int, warmup: int
                     load_avg_1min=row["load_avg_after"][0])
                 row["mem_error_pct"] = round(_err_pct(row["predicted_mem_delta_bytes"],
                                                       row["measured_mem_delta_bytes"]), 2)
+                if pred_b is not None:
+                    row.update(second_predicted_us=round(pred_b["iteration_time_us"], 1),
+                               second_error_pct=round(_err_pct(pred_b["iteration_time_us"],
+                                                               meas), 2))
                 if dg:
                     cap = base / f"{case.layout}-captured"
                     try:
@@ -488,7 +501,9 @@ def run_benchmark(cases: tuple[Case, ...], *, reps: int, steps: int, warmup: int
                 raw[case.name].append(row)
                 print(f"rep {rep} {case.name}: measured {meas / 1e3:.2f} ms, predicted "
                       f"{pred['iteration_time_us'] / 1e3:.2f} ms ({row['error_pct']:+.1f}%), "
-                      f"memory {row['mem_error_pct']:+.1f}%", file=log)
+                      f"memory {row['mem_error_pct']:+.1f}%"
+                      + (f"; second profile {row['second_error_pct']:+.1f}%"
+                         if pred_b is not None else ""), file=log)
         rep_loads[-1]["after"] = _loadavg()
     doc = _summarise(cases, raw, singles, loads, steps=steps, warmup=warmup, reps=reps,
                      cluster=cluster)
@@ -498,6 +513,9 @@ def run_benchmark(cases: tuple[Case, ...], *, reps: int, steps: int, warmup: int
         (f"busy mode, {profile_busy_us:g} us of compute before each timed collective"
          if profile_busy_us > 0 else "idle mode, a barrier before each timed collective")
         + f", {profile_iters} timed runs per size")
+    if second_busy_us is not None:
+        doc["method"]["second_comm_profile"] = (
+            f"busy mode, {second_busy_us:g} us" if second_busy_us > 0 else "idle mode")
     return doc
 
 
@@ -505,7 +523,9 @@ def repredict(doc: dict[str, Any], root: Path, cluster: str | None = None) -> di
     """Predict again every measured repetition of ``doc`` (a result document whose run kept
     its files under ``root``, ``--keep``) from its kept trace and comm profile, with the
     current models (through the simulate command, run in ``root``); measurements are reused
-    as they are, a diagnosed repetition's simulated figures are made again. A repetition whose prediction fails keeps its measurement and the error.
+    as they are, a diagnosed repetition's simulated figures are made again (a second profile's
+predictions, ``--second-profile-busy-us``, are kept as they were). A repetition whose
+prediction fails keeps its measurement and the error.
     Returns a new document."""
     cases = tuple(Case(layout=r["layout"], size=r["model"], nproc=r["nproc"])
                   for r in doc["cases"])
@@ -591,6 +611,17 @@ def merge(docs: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _second(ok: list[dict[str, Any]], measured_us: float) -> dict[str, Any]:
+    """The row's figures from the second profile (``--second-profile-busy-us``), if any."""
+    got = [r for r in ok if "second_predicted_us" in r]
+    if not got:
+        return {}
+    p = statistics.median(r["second_predicted_us"] for r in got)
+    return {"second_predicted_us": round(p, 1),
+            "second_error_pct": round(_err_pct(p, measured_us), 2),
+            "second_rep_errors_pct": [r["second_error_pct"] for r in got]}
+
+
 def _summarise(cases: tuple[Case, ...], raw: dict[str, list[dict[str, Any]]],
                singles: list[dict[str, Any]], loads: list[float], *, steps: int, warmup: int,
                reps: int, cluster: str | None = None) -> dict[str, Any]:
@@ -622,6 +653,7 @@ def _summarise(cases: tuple[Case, ...], raw: dict[str, list[dict[str, Any]]],
                        prediction_spread_pct=round(pspread, 2),
                        within_noise=abs(err) <= noise,
                        rep_errors_pct=[r["error_pct"] for r in ok],
+                       **_second(ok, m),
                        measured_mem_delta_bytes=int(mm), predicted_mem_delta_bytes=int(pm),
                        mem_error_pct=round(_err_pct(pm, mm), 2))
         else:
@@ -750,6 +782,13 @@ def table(doc: dict[str, Any]) -> str:
             "median_noise_pct")
         lines.append(f"| {lay} | {'-' if t is None else f'{t:.1f}'} | "
                      f"{'-' if n is None else f'{n:.1f}'} | {'-' if m is None else f'{m:.1f}'} |")
+    second = [r for r in doc["cases"] if "second_error_pct" in r]
+    if second:
+        lines += ["", f"Second profile ({doc['method'].get('second_comm_profile', '?')}), the "
+                  "same jobs: " + "; ".join(
+                      f"{r['layout']} {r['model']} {r['second_error_pct']:+.1f} % (reps "
+                      + ", ".join(f"{e:+.1f}" for e in r["second_rep_errors_pct"]) + ")"
+                      for r in second)]
     lines += _load_lines(doc["machine"])
     lines += _argv_lines(doc)
     return "\n".join(lines)
@@ -777,6 +816,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--profile-busy-us", type=float, default=0.0, metavar="US",
                    help="busy-mode profile: US of compute on every rank before each timed "
                         "collective (default 0: idle mode, a barrier before each)")
+    p.add_argument("--second-profile-busy-us", type=float, default=None, metavar="US",
+                   help="also measure a second profile per repetition in this mode (0: idle) "
+                        "and report each case's error from it beside the first's")
+    p.add_argument("--profile-iters", type=int, default=15, metavar="N",
+                   help="timed runs per size of the per-repetition profile (default 15)")
     p.add_argument("--profile-sizes", default="1KB..16MB",
                    help="message sizes of the per-repetition profile (default 1KB..16MB)")
     p.add_argument("--no-plain-single", action="store_true",
@@ -807,9 +851,9 @@ def main(argv: list[str] | None = None) -> int:
     bad = [x for x in layouts if x not in ("ddp", "fsdp", "tp", "pp")]
     if bad:
         p.error(f"--layouts {','.join(bad)}: choose from ddp, fsdp, tp, pp")
-    for name in ("reps", "steps", "nproc"):
+    for name in ("reps", "steps", "nproc", "profile_iters"):
         if getattr(a, name) < 1:
-            p.error(f"--{name} must be >= 1")
+            p.error(f"--{name.replace('_', '-')} must be >= 1")
     if not 0 <= a.warmup < a.steps:
         p.error(f"--warmup {a.warmup} must be in 0..--steps - 1")
     cases = tuple(Case(layout=c.layout, size=c.size, nproc=a.nproc) for c in CASES
@@ -845,6 +889,8 @@ def main(argv: list[str] | None = None) -> int:
         doc = run_benchmark(cases, reps=a.reps, steps=a.steps, warmup=a.warmup, root=root,
                             diagnose=a.diagnose, profile_sizes=a.profile_sizes,
                             profile_busy_us=a.profile_busy_us,
+                            second_busy_us=a.second_profile_busy_us,
+                            profile_iters=a.profile_iters,
                             comm_profile=Path(a.comm_profile) if a.comm_profile else None,
                             plain_single=not a.no_plain_single, timeout=a.timeout,
                             cluster=a.cluster)

@@ -105,12 +105,16 @@ def test_pipeline_end_to_end_on_a_tiny_model(tmp_path: Path,
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     out = tmp_path / "accuracy.json"
     assert main(["--sizes", "tiny", "--layouts", "ddp", "--reps", "1", "--steps", "5",
-                 "--warmup", "2", "--profile-sizes", "1KB,4KB", "--keep",
+                 "--warmup", "2", "--profile-sizes", "1KB,4KB", "--profile-iters", "5",
+                 "--second-profile-busy-us", "500", "--keep",
                  str(tmp_path / "work"), "--output", str(out)]) == 0
     doc = json.loads(out.read_text())
     assert doc["benchmark"] == "accuracy"
     assert {"platform", "cpu_count", "torch", "load_avg_1min_at_runs"} <= set(doc["machine"])
     assert (tmp_path / "work" / "rep0" / "comm.json").is_file()  # one profile per repetition
+    # the second profile (busy mode here) measured beside it predicts the same jobs
+    assert (tmp_path / "work" / "rep0" / "comm-b.json").is_file()
+    assert "busy mode, 500 us" in doc["method"]["second_comm_profile"]
     assert (tmp_path / "work" / "rep0" / "tiny" / "trace" / "0_0" / "trace.json").is_file()
     (case,) = doc["cases"]
     assert case["case"] == "ddp/tiny", case
@@ -124,6 +128,11 @@ def test_pipeline_end_to_end_on_a_tiny_model(tmp_path: Path,
             "load_avg_1min"} <= set(rep)
     assert rep["breakdown"][0]["compute_us"] > 0
     assert set(doc["per_layout"]) == {"ddp"}
+    assert case["second_error_pct"] == pytest.approx(
+        100 * (case["second_predicted_us"] - case["measured_us"]) / case["measured_us"],
+        abs=0.01)
+    assert rep["second_error_pct"] == case["second_rep_errors_pct"][0]
+    assert "Second profile (busy mode, 500 us), the same jobs: ddp tiny" in table(doc)
     assert doc["single_traces"][0]["rss_before_model_bytes"] > 0
     # the kept run predicts again with today's models, measurements reused as they are
     again = tmp_path / "again.json"
@@ -152,7 +161,8 @@ def test_an_error_inside_the_noise_is_not_claimed() -> None:
 def test_cli_rejects_bad_flags(capsys: pytest.CaptureFixture[str]) -> None:
     for argv, needle in ((["--sizes", "huge"], "--sizes huge"),
                          (["--layouts", "zero"], "--layouts zero"),
-                         (["--warmup", "10", "--steps", "5"], "--warmup 10")):
+                         (["--warmup", "10", "--steps", "5"], "--warmup 10"),
+                         (["--profile-iters", "0"], "--profile-iters must be >= 1")):
         with pytest.raises(SystemExit) as e:
             main(argv)
         assert e.value.code == 2 and needle in capsys.readouterr().err

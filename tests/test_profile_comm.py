@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from pathlib import Path
@@ -87,6 +88,12 @@ def test_real_two_process_profile(tmp_path: Path) -> None:
         assert all(t > 0 and math.isfinite(t) for _, t in pts)
         alpha, beta = prof.fits[key]
         assert alpha > 0 and beta > 0
+        # every timed run is kept (as saved: rounded to 0.1 us) and the time is their
+        # trimmed mean
+        runs = prof.runs_us[key]
+        assert [len(r) for r in runs] == [5] * len(sizes), key
+        for (_, t), r in zip(pts, runs, strict=True):
+            assert t == pytest.approx(trimmed_mean(r), rel=1e-3, abs=0.1), key
     # CommModel: the measured value at a measured size, interpolation between two
     model = CommModel(get_cluster("cpu-gloo"), prof)
     pts = prof.samples[("all_reduce", 2)]
@@ -153,6 +160,10 @@ def test_busy_mode_records_compute_contention() -> None:
     assert reps_a == reps_b >= 1 and alone > 0 and together > 0
     assert [s for s, _ in prof.samples[("all_reduce", 2)]] == [4096, 65536]
     assert COMPUTE_OPS == ("compute_alone", "compute")
+    # busy mode on gloo: a run is the mean over the ranks of each one's own time (what a
+    # synchronous job pays per collective: the transfer plus half the arrival and exit gaps)
+    assert prof.run_time == "rank_mean"
+    assert [len(r) for r in prof.runs_us[("all_reduce", 2)]] == [3, 3]
 
 
 @pytest.mark.slow
@@ -237,6 +248,23 @@ def test_trimmed_mean_keeps_the_slow_mode_and_drops_hiccups() -> None:
     runs = [500.0] * 13 + [3000.0] * 6 + [40000.0]
     assert trimmed_mean(runs) == pytest.approx((500.0 * 11 + 3000.0 * 5) / 16)
     assert trimmed_mean([7.0]) == 7.0 and trimmed_mean([1.0, 3.0]) == 2.0
+
+
+def test_profile_runs_round_trip_and_bad_runs_are_refused(tmp_path: Path) -> None:
+    from echo_sim.cost.comm_profile import CommProfile, save_comm_profile
+
+    prof = CommProfile(backend="gloo", device="cpu", host="h", world_size=2,
+                       samples={("all_reduce", 2): [(1024, 110.0), (4096, 130.0)]},
+                       runs_us={("all_reduce", 2): [[100.0, 120.0], [125.0, 135.0]]})
+    path = tmp_path / "p.json"
+    save_comm_profile(prof, path)
+    assert load_comm_profile(path).runs_us == prof.runs_us
+    raw = json.loads(path.read_text())
+    for bad in ([[100.0]], [[100.0], []], [[100.0], [-1.0]], [[100.0], "x"]):
+        raw["ops"][0]["runs_us"] = bad
+        path.write_text(json.dumps(raw))
+        with pytest.raises(ProfileError, match="runs_us must hold one non-empty list"):
+            load_comm_profile(path)
 
 
 def test_other_load_is_a_core_count() -> None:

@@ -9,7 +9,7 @@
      "ops": [{"op": "all_reduce", "group_size": 2,
               "sizes_bytes": [1024, ...], "times_us": [35.1, ...],
               "alpha_us": 30.2, "beta_us_per_byte": 0.0004,
-              "stderr_pct": [2.1, ...]}, ...],
+              "stderr_pct": [2.1, ...], "runs_us": [[34.0, 36.2, ...], ...]}, ...],
      "cpu_count": 2, "threads_per_rank": 1, "load_avg": 0.3,
      "calibration": {"contention_alone_us": [5012.3, ...], ...}}
 
@@ -20,11 +20,15 @@ older profiles: the 1-minute load average) describe the host the profile was mea
 (:mod:`echo_sim.measure.host_overheads`) that :mod:`echo_sim.cost.cpu_overheads` reads.
 Both are optional (older profiles have neither), as is ``stderr_pct`` (each size's standard
 error of its time, % of it: :func:`trimmed_stderr_pct`; a profile whose median is above
-:data:`MAX_STDERR_PCT` does not price collectives, :meth:`CommProfile.untrusted`).
+:data:`MAX_STDERR_PCT` does not price collectives, :meth:`CommProfile.untrusted`) and
+``runs_us`` (every timed run of each size, µs, that the time summarises: kept so that a
+profile's spread and tail can be inspected and re-estimated later).
 
 Sizes follow the nccl-tests convention (whole buffer; docs/trace-format.md); ``send`` is a
-one-way point-to-point message (half a ping-pong). Times are medians over ``iters`` runs of
-the slowest rank.
+one-way point-to-point message (half a ping-pong). Times are trimmed means
+(:func:`trimmed_mean`) over ``iters`` runs, each on the clock ``run_time`` names: the
+``"slowest"`` rank's, the ``"last_arrival"`` rank's or the ``"rank_mean"``
+(:mod:`echo_sim.measure.profile_comm`).
 
 Fit (Hockney's alpha-beta model, t = alpha + beta·S): least squares on the **relative**
 error, minimising Σ((alpha + beta·S_i - t_i) / t_i)², so small latency-bound messages weigh
@@ -150,9 +154,12 @@ class CommProfile:
     calibration: dict[str, list[float]] = field(default_factory=dict)
     # per (op, group_size): the standard error of each size's time, % (empty: not recorded)
     stderr_pct: dict[Key, list[float]] = field(default_factory=dict)
-    # whose clock a timed run is: "slowest" rank's (arrival skew included) or the
-    # "last_arrival" rank's (the transfer alone; echo_sim.measure.profile_comm)
+    # whose clock a timed run is: "slowest" rank's (arrival skew included), the
+    # "last_arrival" rank's (the transfer alone) or the "rank_mean" of the ranks' own
+    # times (busy mode; echo_sim.measure.profile_comm)
     run_time: str = "slowest"
+    # per (op, group_size): every timed run of each size, µs (empty: not recorded)
+    runs_us: dict[Key, list[list[float]]] = field(default_factory=dict)
 
     def untrusted(self, max_pct: float = MAX_STDERR_PCT) -> str | None:
         """Why the measured times cannot be trusted (None: they can, or the profile records
@@ -218,7 +225,9 @@ class CommProfile:
                  "alpha_us": self.fits[(op, n)][0],
                  "beta_us_per_byte": self.fits[(op, n)][1],
                  **({"stderr_pct": [round(x, 2) for x in self.stderr_pct[(op, n)]]}
-                    if (op, n) in self.stderr_pct else {})}
+                    if (op, n) in self.stderr_pct else {}),
+                 **({"runs_us": [[round(x, 1) for x in row] for row in self.runs_us[(op, n)]]}
+                    if (op, n) in self.runs_us else {})}
                 for op, n in self.ops
             ],
         }
@@ -261,6 +270,7 @@ def load_comm_profile(path: str | os.PathLike[str]) -> CommProfile:
     samples: dict[Key, list[tuple[int, float]]] = {}
     fits: dict[Key, tuple[float, float]] = {}
     stderr: dict[Key, list[float]] = {}
+    runs: dict[Key, list[list[float]]] = {}
     for i, entry in enumerate(_need(raw, "ops", list, where)):
         w = f"{p}: ops[{i}]"
         if not isinstance(entry, dict):
@@ -286,6 +296,15 @@ def load_comm_profile(path: str | os.PathLike[str]) -> CommProfile:
                     and x >= 0 for x in errs):
                 raise ProfileError(f"{w}: stderr_pct must hold one number >= 0 per size")
             stderr[(op, n)] = [float(x) for x in errs]
+        if "runs_us" in entry:
+            rows = _need(entry, "runs_us", list, w)
+            if len(rows) != len(sizes) or not all(
+                    isinstance(row, list) and row and all(
+                        isinstance(x, (int, float)) and not isinstance(x, bool)
+                        and math.isfinite(x) and x >= 0 for x in row) for row in rows):
+                raise ProfileError(f"{w}: runs_us must hold one non-empty list of numbers >= 0 "
+                                   f"per size")
+            runs[(op, n)] = [[float(x) for x in row] for row in rows]
         if "alpha_us" in entry and "beta_us_per_byte" in entry:
             a = _need(entry, "alpha_us", (int, float), w)
             b = _need(entry, "beta_us_per_byte", (int, float), w)
@@ -311,7 +330,7 @@ def load_comm_profile(path: str | os.PathLike[str]) -> CommProfile:
             raw, "threads_per_rank", where),
         load_avg=_load(raw, where),
         calibration={str(k): [float(x) for x in v] for k, v in calibration.items()},
-        stderr_pct=stderr,
+        stderr_pct=stderr, runs_us=runs,
         run_time=str(raw.get("run_time", "slowest")),
     )
 

@@ -30,8 +30,15 @@ A hard timeout kills every process.
 Busy mode (``busy_us > 0``), for hosts where the ranks share CPU cores (gloo on CPU): each
 timed run is preceded, instead of a barrier, by the same fixed amount of compute on every
 rank (``busy_us`` of matrix products when one rank runs them alone), as in training, where
-ranks reach a collective straight from compute. A run's time then includes the wait for a
-peer that was descheduled or slowed down, which an idle barrier-aligned profile hides.
+ranks reach a collective straight from compute. A run's time is then, on gloo, the mean over
+the ranks of each one's own time (``"run_time": "rank_mean"``: what a synchronous job pays
+per collective, the transfer plus half the arrival gap and half the exit gap of two ranks),
+so it includes the wait for a peer that was descheduled or slowed down, which an idle
+barrier-aligned profile hides. (Measured side by side on the same jobs, ``benchmarks/
+accuracy.py --second-profile-busy-us``, busy mode over-predicts held-out models by 20-50 %
+on a 2-core host where idle mode stays within ~10 %: the busy loop waits on a stalled peer
+more often than the jobs do. Idle mode stays the default.)
+Every timed run is kept in the profile (``runs_us``, per size; a ping-pong halved).
 Busy mode also records the compute contention as two extra rows keyed by the number of
 matrix products: ``compute_alone`` (rank 0 running the work alone, the others waiting in a
 barrier) and ``compute`` (all ranks running it at once, the median over ranks and runs);
@@ -80,6 +87,7 @@ COMPUTE_OPS: tuple[str, str] = ("compute_alone", "compute")
 
 _CONTENTION_WORK_US = 5000.0  # the contention rounds' work when busy mode is off
 _BUSY_N = 96  # side of the float32 matrices the busy work multiplies (~0.2 MFLOP each)
+RUN_CUT = 0.1  # share of a size's runs left out at each end of its mean (trimmed_mean)
 
 _UNITS = {"": 1, "B": 1, "K": 1 << 10, "KB": 1 << 10, "KIB": 1 << 10, "M": 1 << 20,
           "MB": 1 << 20, "MIB": 1 << 20, "G": 1 << 30, "GB": 1 << 30, "GIB": 1 << 30}
@@ -203,6 +211,17 @@ def _make_op(op: str, numel: int, rank: int, nproc: int, device: Any, group: Any
     return ping_pong
 
 
+def _run_time(spec: ProfileSpec, backend: str) -> str:
+    """Which clock a run's time is (the profile's ``"run_time"``): ``"rank_mean"`` in busy
+    mode on gloo (the mean over the member ranks of each one's own time: a synchronous job
+    pays that per collective, the transfer plus half the arrival and exit gaps of two
+    ranks), ``"last_arrival"`` in idle mode on gloo with the host calibrations
+    (:func:`_transfer_only`), else ``"slowest"``."""
+    if backend == "gloo" and spec.busy_us > 0:
+        return "rank_mean"
+    return "last_arrival" if _transfer_only(spec, backend) else "slowest"
+
+
 def _transfer_only(spec: ProfileSpec, backend: str) -> bool:
     """Whether a run's time is its last-arriving rank's (the transfer alone) rather than its
     slowest rank's: gloo in idle mode with the host calibrations, whose rank-skew probe
@@ -273,17 +292,20 @@ def _worker(rank: int, nproc: int, store_path: str, backend: str, spec: ProfileS
                 if bar is not None:
                     bar.update(1)
             times = torch.tensor(local, dtype=torch.float64, device=device)
-            # a run's time: the slowest rank's; on a CPU host whose rank skew the profile
-            # calibrates (idle mode, host overheads), the last-arriving rank's (the fastest
-            # clock: the transfer alone), as simulate adds the job's own skew to it
-            dist.all_reduce(times, op=dist.ReduceOp.MIN if _transfer_only(spec, backend)
-                            else dist.ReduceOp.MAX)
+            clock = _run_time(spec, backend)
+            dist.all_reduce(times, op=dist.ReduceOp.SUM if clock == "rank_mean" else
+                            dist.ReduceOp.MIN if clock == "last_arrival" else dist.ReduceOp.MAX)
+            if clock == "rank_mean":
+                times /= 2 if op == "send" else gsize
             rows = times.cpu().tolist()
-            means = [trimmed_mean(row) for row in rows]
+            means = [trimmed_mean(row, RUN_CUT) for row in rows]
             results.append({"op": op, "group_size": gsize,
                             "sizes_bytes": [n * 4 for n in numels],
                             "times_us": [m / 2 if op == "send" else m for m in means],
-                            "stderr_pct": [round(trimmed_stderr_pct(row), 2) for row in rows]})
+                            "stderr_pct": [round(trimmed_stderr_pct(row, RUN_CUT), 2)
+                                           for row in rows],
+                            "runs_us": [[round(t / 2 if op == "send" else t, 1) for t in row]
+                                        for row in rows]})
         if bar is not None:
             bar.close()
         if busy is not None:
@@ -485,14 +507,16 @@ def measure_comm_profile(spec: ProfileSpec | None = None) -> CommProfile:
     }
     stderr = {(r["op"], int(r["group_size"])): [float(x) for x in r["stderr_pct"]]
               for r in raw["ops"] if "stderr_pct" in r}
+    runs = {(r["op"], int(r["group_size"])): [[float(x) for x in row] for row in r["runs_us"]]
+            for r in raw["ops"] if "runs_us" in r}
     return CommProfile(
         cpu_count=int(raw.get("cpu_count", 0)), threads_per_rank=int(raw.get("threads_per_rank", 0)),
         load_avg=round(load_avg, 2),
         calibration={k: [float(x) for x in v] for k, v in (raw.get("calibration") or {}).items()},
         backend=raw["backend"], device=raw["device"], host=socket.gethostname(),
         world_size=spec.nproc, samples=samples, nodes=1, device_name=raw["device_name"],
-        stderr_pct=stderr,
-        run_time="last_arrival" if _transfer_only(spec, raw["backend"]) else "slowest",
+        stderr_pct=stderr, runs_us=runs,
+        run_time=_run_time(spec, raw["backend"]),
         torch_version=raw["torch_version"], iters=spec.iters,
         created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
     )
