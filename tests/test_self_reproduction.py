@@ -234,3 +234,17 @@ def test_search_prices_the_traced_layout_as_simulate_does() -> None:
     assert row["iteration_time_us"] == pytest.approx(alone["iteration_time_us"], rel=1e-9)
     again = _json("simulate", *row["simulate"].split()[4:])
     assert again["iteration_time_us"] == pytest.approx(row["iteration_time_us"], rel=1e-9)
+
+
+@pytest.mark.slow
+def test_the_tensor_parallel_runs_collectives_add_up_to_collects_communication(
+        traced_runs: dict[str, Path]) -> None:
+    """``collectives`` on the real 2-process TP trace: its blocking all-reduces never overlap
+    one another, so the typical member's time in them per step is ``collect``'s
+    communication time, by another path; one host, one clock: no negative transfer."""
+    trace = str(traced_runs["tp"])
+    an = _json("collectives", trace)
+    assert an["collectives"] and {r["collective"] for r in an["collectives"]} == {"all_reduce"}
+    assert all(r["negative"] == 0 for r in an["collectives"])
+    assert an["per_step"]["own_us"] == pytest.approx(_json("collect", trace)["comm_us"],
+                                                      rel=1e-6)

@@ -18,6 +18,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "graph",
     "replay",
     "stragglers",
+    "collectives",
     "report",
     "simulate",
     "search",
