@@ -57,6 +57,11 @@ def test_echo_cpu_trace_with_prediction(capsys: Any, tmp_path: Path) -> None:
     comm = d["comm"]
     assert comm and comm[0]["collective"] == "all_reduce" and comm[0]["group_size"] == 2
     assert comm[0]["busbw_gbps"] == pytest.approx(comm[0]["algbw_gbps"])  # 2(n-1)/n = 1
+    # the collectives' anatomy is the collectives command's, drawn as stacked bars
+    code, out, _ = run(capsys, "collectives", DDP, "--json")
+    anatomy = json.loads(out)
+    assert d["anatomy"]["collectives"] == anatomy["collectives"]
+    assert "Where the collectives' time goes, per step" in got["page"]
     assert any(o["flops"] > 0 and o["tflops"] > 0 for o in d["ops"])  # FLOPs of FW modules
     assert d["mfu"] is not None and 0 < d["mfu"] < 1
     assert len(d["mfu_per_step"]) == 3 and all(0 < v < 1 for v in d["mfu_per_step"])

@@ -97,6 +97,9 @@ class Overview:
     memory_peak_per_step: dict[str, list[float]]  # series -> per-step max over ranks
     critical: dict[str, Any] | None
     missing: list[str] = field(default_factory=list)
+    # each collective's time split across its members (echo_sim.analysis.comm_anatomy);
+    # None with one rank or no collective every member of which was traced
+    anatomy: dict[str, Any] | None = None
 
     @property
     def mean_iteration_us(self) -> float:
@@ -116,7 +119,7 @@ class Overview:
             "mfu_per_step": self.mfu_per_step,
             "comm": [c.__dict__ for c in self.comm],
             "memory_peak_per_step": self.memory_peak_per_step,
-            "critical": self.critical, "missing": self.missing,
+            "critical": self.critical, "missing": self.missing, "anatomy": self.anatomy,
         }
 
 
@@ -302,6 +305,12 @@ def overview(trace: Trace, *, top: int = 25, peak_tflops: float | None = None,
     comm = _section(missing, "communication", lambda: _comm(trace, grid.rows), [])
     if not comm and ev.cat[grid.rows].tolist().count(int(Cat.COMM)) == 0:
         missing.append("communication: no Comm events (a single process, or not traced)")
+    anatomy = None
+    if comm and np.unique(ev.rank[grid.rows]).size > 1:
+        from echo_sim.analysis.comm_anatomy import comm_anatomy
+
+        an = _section(missing, "collectives' anatomy", lambda: comm_anatomy(trace), None)
+        anatomy = an.to_dict() if an is not None else None
     steps = [int(s) for s in grid.steps]
     memory, mem_peaks = _section(
         missing, "memory",
@@ -325,4 +334,4 @@ def overview(trace: Trace, *, top: int = 25, peak_tflops: float | None = None,
         iteration_us=iters, parts_per_step=per_step, stats=stats, ops=ops, device=device,
         peak_tflops=peak, peak_source=peak_how, model_tflops_per_step=model_tf,
         achieved_tflops=achieved, mfu=mfu, mfu_per_step=mfu_steps, comm=comm, memory=memory,
-        memory_peak_per_step=mem_peaks, critical=crit, missing=missing)
+        memory_peak_per_step=mem_peaks, critical=crit, missing=missing, anatomy=anatomy)

@@ -38,6 +38,7 @@ _LABEL = {"Comm_overlapped": "Comm overlapped with compute", "Comm_exposed": "Co
           "other": "other device work"}
 _MAX_SEGMENTS = 3000  # critical-path bars drawn (the JSON keeps all)
 _MAX_MEMORY_LINES = 24
+_MAX_ANATOMY_ROWS = 20  # collectives drawn and listed, costliest per step first
 
 
 def _plotly() -> Any:
@@ -210,7 +211,37 @@ def _communication(ch: _Charts, ov: Overview) -> str:
             for c in ov.comm]
     return ch.div(fig, height=380) + _table(
         ["collective", "group", "ranks", "calls", "bytes", "time ms", "algbw GB/s",
-         "busbw GB/s"], rows, title="Communication (time as the ranks met it, waits included)")
+         "busbw GB/s"], rows, title="Communication (time as the ranks met it, waits included)"
+    ) + _anatomy(ch, ov.anatomy)
+
+
+def _anatomy(ch: _Charts, an: dict[str, Any] | None) -> str:
+    """Each collective's cost per step split into the wait for the last member, the transfer
+    and the late return (``python -m echo_sim collectives``), as stacked bars and a table."""
+    if not an or not an["collectives"]:
+        return ""
+    go = ch.go
+    rows = an["collectives"][:_MAX_ANATOMY_ROWS]
+    labels = [f"{r['collective']} {_bytes(r['nbytes'])} [{r['group_size']}]" for r in rows]
+    fig = go.Figure()
+    for part, key, colour in (("waiting for the last member", "wait_mean_us", "#dd8452"),
+                              ("transfer", "transfer_mean_us", "#4c72b0"),
+                              ("returning late", "lag_mean_us", "#c44e52")):
+        fig.add_bar(y=labels, x=[r[key] * r["per_step"] / 1e3 for r in rows], name=part,
+                    orientation="h", marker_color=colour,
+                    hovertemplate="%{y}: %{x:.3f} ms per step<extra>" + part + "</extra>")
+    fig.update_layout(barmode="stack", xaxis_title="ms per step (a typical member)",
+                      legend_traceorder="normal",
+                      title="Where the collectives' time goes, per step")
+    table = [[lab, f"{r['per_step']:g}", _ms(r["own_mean_us"]), _ms(r["wait_mean_us"]),
+              _ms(r["transfer_mean_us"]), _ms(r["transfer_median_us"]),
+              _ms(r["transfer_p90_us"]), _ms(r["lag_mean_us"]), _ms(r["per_step_us"])]
+             for lab, r in zip(labels, rows, strict=True)]
+    return ch.div(fig, height=120 + 40 * len(rows)) + _table(
+        ["collective", "per step", "own ms", "wait ms", "transfer mean ms",
+         "transfer median ms", "transfer p90 ms", "lag ms", "ms per step"], table,
+        title="Collectives across their members (a transfer mean far above its median: "
+              "stalls, which a step pays)")
 
 
 def _memory(ch: _Charts, ov: Overview) -> str:
