@@ -76,7 +76,8 @@ COMMAND = Command(
         arg("--sizes", default="1KB..64MB",
             help="message sizes: LO..HI (x4 steps), LO..HIx2, or a list 1KB,1MB "
                  "(KB = 1024 bytes; default 1KB..64MB)"),
-        arg("--iters", type=int_in(1, 100_000), default=10, help="timed runs per size (default 10)"),
+        arg("--iters", type=int_in(1, 100_000), default=15,
+            help="timed runs per size (default 15, as the accuracy benchmark validates)"),
         arg("--warmup", type=int_in(0, 100_000), default=3, help="untimed runs per size first (default 3)"),
         arg("--backend", choices=["auto", "gloo", "nccl"], default="auto",
             help="auto: NCCL when CUDA is available, else gloo"),
