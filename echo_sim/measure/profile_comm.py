@@ -35,9 +35,9 @@ the ranks of each one's own time (``"run_time": "rank_mean"``: what a synchronou
 per collective, the transfer plus half the arrival gap and half the exit gap of two ranks),
 so it includes the wait for a peer that was descheduled or slowed down, which an idle
 barrier-aligned profile hides. (Measured side by side on the same jobs, ``benchmarks/
-accuracy.py --second-profile-busy-us``, busy mode over-predicts held-out models by 20-50 %
-on a 2-core host where idle mode stays within ~10 %: the busy loop waits on a stalled peer
-more often than the jobs do. Idle mode stays the default.)
+accuracy.py --second-profile-busy-us``, busy mode over-predicted the BERT and Llama rows by
+11-49 % on a 2-core host where idle mode stayed mostly within ±12 %: the busy loop waits on a
+stalled peer more often than those jobs do. Idle mode stays the default.)
 Every timed run is kept in the profile (``runs_us``, per size; a ping-pong halved).
 Busy mode also records the compute contention as two extra rows keyed by the number of
 matrix products: ``compute_alone`` (rank 0 running the work alone, the others waiting in a
