@@ -68,7 +68,9 @@ def test_search_rows_are_simulate_commands(capsys: Any, tmp_path: Path, deepspee
     ParallelLayout(dp=1, tp=2, pp=3, vpp=1, micro_batch=1, fsdp=False, recompute="none",
                    sp=False, schedule="1f1b", stage_tp=(1, 1, 2),
                    stage_recompute=("full", "none", "none")),
-], ids=["sp-selective", "interleaved-fsdp-full", "per-stage"])
+    ParallelLayout(dp=4, tp=2, pp=1, micro_batch=2, zero=2),
+    ParallelLayout(dp=2, tp=1, pp=2, micro_batch=1, zero=1, schedule="gpipe"),
+], ids=["sp-selective", "interleaved-fsdp-full", "per-stage", "zero2", "zero1-pipeline"])
 def test_every_layout_has_simulate_flags(layout: ParallelLayout) -> None:
     space = SearchSpace(gpus=layout.world, global_batch=8, gpus_per_node=8, cluster="dgx-h100")
     want = layout.sim_config(space)
@@ -83,3 +85,36 @@ def test_every_layout_has_simulate_flags(layout: ParallelLayout) -> None:
             for f in dataclasses.fields(want) if f.name != "memory_limit_bytes"
             and norm(f.name, getattr(got, f.name)) != norm(f.name, getattr(want, f.name))}
     assert not diff, diff
+
+
+def test_zero_rows_are_simulate_commands_and_shard_memory(capsys: Any) -> None:
+    """``--zero-stages 1,2``: DeepSpeed ZeRO-1/2 rows beside DDP and FSDP, each the
+    ``simulate --zero-stage`` command it prints, holding less than DDP in the order ZeRO's
+    §5 gives (optimizer states, then gradients, then parameters sharded)."""
+    code, out, err = run(capsys, "search", DDP, "--gpus", "2", "--global-batch", "16",
+                         "--space", "dp,fsdp", "--zero-stages", "1,2", "--top", "10",
+                         "--json")
+    assert code == 0, err
+    rows = {r["label"].split()[-1]: r for r in json.loads(out)["ranked"]}
+    assert set(rows) == {"ddp", "zero1", "zero2", "fsdp"}
+    for name, stage in (("zero1", 1), ("zero2", 2)):
+        row = rows[name]
+        assert row["layout"]["zero_stage"] == stage
+        argv = shlex.split(row["simulate"])
+        assert argv[argv.index("--zero-stage") + 1] == str(stage)
+        code, out, err = run(capsys, *argv[3:], "--json")
+        assert code == 0, err
+        sim = json.loads(out)
+        assert sim["iteration_time_us"] == pytest.approx(row["iteration_time_us"], rel=1e-12)
+        assert sim["peak_memory_bytes"] == row["peak_memory_bytes"]
+    mem = {k: r["peak_memory_bytes"] for k, r in rows.items()}
+    assert mem["ddp"] > mem["zero1"] > mem["zero2"]
+    assert rows["ddp"]["layout"]["zero_stage"] == 0 and rows["fsdp"]["layout"]["zero_stage"] == 3
+
+
+@pytest.mark.parametrize("value", ["3", "0", "1,x", ""])
+def test_bad_zero_stages_is_one_line(capsys: Any, value: str) -> None:
+    code, out, err = run(capsys, "search", DDP, "--gpus", "2", "--global-batch", "16",
+                         "--zero-stages", value)
+    assert code == 2 and "--zero-stages" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1

@@ -80,6 +80,17 @@ def _space_dims(text: str | None) -> tuple[str, ...]:
     return dims
 
 
+def _zero_stages(text: str | None) -> tuple[int, ...]:
+    """``--zero-stages 1,2`` → (1, 2); None → ()."""
+    if text is None:
+        return ()
+    parts = [t.strip() for t in text.split(",") if t.strip()]
+    if not parts or any(t not in ("1", "2") for t in parts):
+        raise ConfigError(f"--zero-stages {text!r}: a comma list of DeepSpeed ZeRO stages 1 "
+                          "and 2 (stage 3 is FSDP, searched with fsdp in --space)")
+    return tuple(sorted({int(t) for t in parts}))
+
+
 def _aceso_dims() -> tuple[str, ...]:
     from echo_sim.search.aceso_config import ACESO_DIMENSIONS
 
@@ -153,7 +164,8 @@ def run(opts: Any) -> Result:
         if opts.memory_limit else None,
         dims=_aceso_dims() if opts.format == "aceso" and not opts.space
         else _space_dims(opts.space), comm_profile=opts.comm_profile,
-        vary_gpus=opts.objective == "cost", heterogeneous=opts.heterogeneous)
+        vary_gpus=opts.objective == "cost", heterogeneous=opts.heterogeneous,
+        zero_stages=_zero_stages(opts.zero_stages))
     aceso = opts.format == "aceso"
     if opts.output and aceso and not opts.output.endswith(".json"):
         check_output_dir("--output", opts.output)  # a directory of the --top configs
@@ -164,8 +176,8 @@ def run(opts: Any) -> Result:
     if isinstance(traced_zero, int) and traced_zero > 0:
         # rows are what their labels say; simulate --zero-stage 1|2 prices the others
         space = dataclasses.replace(space, pin_zero=True)
-        hw_note += (f"\nthe trace ran DeepSpeed ZeRO-{traced_zero}: rows are DDP (ZeRO-0) or "
-                    "FSDP (ZeRO-3); `simulate --zero-stage 1|2` prices ZeRO-1/2")
+        hw_note += (f"\nthe trace ran DeepSpeed ZeRO-{traced_zero}: rows are what their "
+                    "labels say, ddp (ZeRO-0), zero1 / zero2 (--zero-stages) or fsdp (ZeRO-3)")
     plan = tp_plan_flag(opts.tp_plan)
     if plan is not None:  # the same roles simulate --tp-plan gives
         workload = apply_tp_plan(workload, plan)
@@ -259,6 +271,12 @@ COMMAND = Command(
                  "dp x (k·a + (pp-k)·b) = --gpus; needs tp and pp in --space). A row's "
                  "prediction is `simulate --dp D --pp P --stage-tp a,..,b "
                  "[--stage-recompute ...]`"),
+        arg("--zero-stages", metavar="1,2", default=None,
+            help="also try DeepSpeed ZeRO-1 (optimizer states sharded over dp) and/or ZeRO-2 "
+                 "(also the gradients) in place of DDP on every layout with dp >= 2 (ZeRO-2 "
+                 "only without pipelining, as DeepSpeed's pipeline engine allows); rows "
+                 "labelled zero1 / zero2, priced as `simulate --zero-stage 1|2`. ZeRO-3 is "
+                 "fsdp (default: DDP and FSDP only)"),
         arg("--format", choices=["echo", "aceso"], default="echo",
             help="--output config format: echo's (examples/train.py --config) or aceso "
                  "(Aceso's config JSON: num_stages, num_gpus, model_parallel_size_of_each_op, "

@@ -60,7 +60,7 @@ FIELDS: tuple[str, ...] = (
 
 def has_aceso_form(layout: Any) -> bool:
     """True when Aceso's runtime can run ``layout`` (DDP, Megatron TP, 1F1B pipeline)."""
-    return (layout.vpp == 1 and not layout.fsdp and not layout.sp
+    return (layout.vpp == 1 and layout.sharding == "ddp" and not layout.sp
             and (layout.pp == 1 or layout.schedule == "1f1b"))
 
 

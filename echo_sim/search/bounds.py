@@ -9,7 +9,7 @@ exhaustive one.
 **Memory floor** (no simulation), :func:`memory_floor_bytes`. ``simulate`` charges stage
 ``s`` ``states_s + act_s · k_s + buffers_s + baseline`` (ZeRO model states of the stage's
 tensor-parallel shard, activations of one micro-batch times the micro-batches in flight,
-DDP buckets), so its largest stage is at least the mean over stages
+DDP buckets; ZeRO-1/2's gradient buckets are counted as 0, below what they hold), so its largest stage is at least the mean over stages
 ``(Σ states + k_min · Σ act + Σ buffers) / pp``, ``k_min`` = 1 (1F1B: the last stage holds
 one micro-batch) or ``m`` (GPipe). ``Σ act`` is at least the whole model's activation bytes
 (with recomputation each block keeps its input plus the largest working set: a sum of
@@ -51,9 +51,9 @@ import numpy as np
 from echo_sim.cost.memory_model import (
     activation_bytes,
     dtype_bytes,
-    model_state_bytes,
     optimizer_states,
     recompute_working_bytes,
+    zero_state_bytes,
 )
 from echo_sim.errors import ConfigError
 from echo_sim.search.space import ParallelLayout, SearchSpace
@@ -62,6 +62,21 @@ from echo_sim.workload.build import unit_stages
 from echo_sim.workload.tensor_parallel import tp_param_bytes
 
 __all__ = ["MemoryFloor", "OpProbe", "StageBound", "memory_floor_bytes", "probe_ops"]
+
+
+def _update_shards(layout: ParallelLayout) -> int:
+    """How many ways the optimizer step is split: ``dp`` under FSDP and ZeRO-1/2 (each
+    replica updates its shard), else 1 (``make_plan``)."""
+    return layout.dp if layout.fsdp or layout.zero else 1
+
+
+def _zero_spec(workload: Any, layout: ParallelLayout) -> Any:
+    """The DeepSpeed ZeRO-1/2 settings simulate gives ``layout`` (None: DDP or FSDP)."""
+    if not layout.zero or layout.fsdp:
+        return None
+    from echo_sim.sim.zero_choice import choose_zero
+
+    return choose_zero(layout.zero, False, workload.meta, pp=layout.pp).spec
 
 
 def _model_states(workload: Any) -> tuple[int, int, bool]:
@@ -99,12 +114,13 @@ class MemoryFloor:
         total, act, work = self._sums(layout.tp, layout.micro_batch,
                                       "full" if layout.stage_recompute else layout.recompute,
                                       layout.sp)
-        params, grads, opt = model_state_bytes(total, elem_bytes=self.elem, states=self.states,
-                                               mixed=self.mixed,
-                                               shard=layout.dp if layout.fsdp else 1)
+        params, grads, opt = zero_state_bytes(total, elem_bytes=self.elem, states=self.states,
+                                              mixed=self.mixed, dp=layout.dp,
+                                              stage=3 if layout.fsdp else layout.zero)
         k = layout.micro_batches(global_batch) if layout.schedule == "gpipe" and \
             layout.pp > 1 else 1
-        buffers = total if (not layout.fsdp and layout.dp > 1) else 0.0
+        # DDP's buckets; ZeRO-1/2's gradient buckets are at least 0
+        buffers = total if (layout.sharding == "ddp" and layout.dp > 1) else 0.0
         return (params + grads + opt + k * act + work + buffers) / layout.pp
 
 
@@ -146,7 +162,7 @@ class OpProbe:
     def time_floor_us(self, layout: ParallelLayout, global_batch: int) -> float:
         m = layout.micro_batches(global_batch)
         per_mb, upd = self._sums()
-        return (m * per_mb + upd / (layout.dp if layout.fsdp else 1)) / layout.pp
+        return (m * per_mb + upd / _update_shards(layout)) / layout.pp
 
     def _sums(self) -> tuple[float, float]:
         """(F/B ops + TP all-reduces of one micro-batch, optimizer step of the TP shard)."""
@@ -219,7 +235,7 @@ class OpProbe:
         out = []
         for s in range(P):
             held = sum(tp_param_bytes(o, self.tp) for c in range(V) for o in sb.stage_fw[c * P + s])
-            out.append(upd * held / total / (layout.dp if layout.fsdp else 1))
+            out.append(upd * held / total / _update_shards(layout))
         return out
 
     def _rank_chunks(self, layout: ParallelLayout, s: int) -> list[ChunkMemory]:
@@ -245,7 +261,8 @@ class OpProbe:
         return max(stage_memory(self._rank_chunks(layout, s), schedule=layout.schedule,
                                 pp=layout.pp, micro_batches=m, stage=s, dp=layout.dp,
                                 fsdp=layout.fsdp, elem_bytes=elem, states=states,
-                                mixed=mixed, is_cpu=self.is_cpu).peak_bytes
+                                mixed=mixed, is_cpu=self.is_cpu,
+                                zero=_zero_spec(self.workload, layout)).peak_bytes
                    for s in range(layout.pp)) + self.baseline_bytes
 
 

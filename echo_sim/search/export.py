@@ -38,6 +38,10 @@ def train_flags(cand: Candidate, global_batch: int) -> tuple[dict[str, Any] | No
         return None, "interleaved virtual stages are not expressed by examples/train.py"
     if lay.sp:
         return None, "sequence parallelism is not expressed by examples/train.py"
+    if lay.zero:
+        return None, (f"ZeRO-{lay.zero} is DeepSpeed's; examples/train.py runs torch-native DDP "
+                      "and FSDP2 (run it with DeepSpeed and zero_optimization.stage "
+                      f"{lay.zero})")
     if not parallel:
         name = "single"
     elif parallel[0] == "dp":

@@ -11,7 +11,11 @@ Large-Scale Language Model Training on GPU Clusters Using Megatron-LM", §3 take
   stages per rank only with the interleaved schedule, ``vpp >= 2``);
 * ``micro_batch`` divides the per-replica batch ``global_batch / dp``; the interleaved
   schedule needs the micro-batch count divisible by ``pp`` (Megatron's rule);
-* FSDP / ZeRO-3 only with ``dp >= 2``; with ``pp = 1`` the schedule is plain gradient
+* FSDP / ZeRO-3 only with ``dp >= 2``; DeepSpeed ZeRO-1/2 (``SearchSpace.zero_stages``,
+  ``search --zero-stages 1,2``: the optimizer states, then also the gradients, sharded over
+  ``dp``; Rajbhandari et al. 2020, "ZeRO", §5) in place of DDP, only with ``dp >= 2``, and
+  ZeRO-2 only with ``pp = 1`` (DeepSpeed's pipeline engine takes stages 0 and 1); with
+  ``pp = 1`` the schedule is plain gradient
   accumulation, so only ``1f1b`` is listed (GPipe and interleaving mean nothing there);
 * recomputation none, selective (the attention core only, offered when the trace has the
   core as an op of its own) or full (every block), and
@@ -36,8 +40,7 @@ Heterogeneous layouts (``SearchSpace(heterogeneous=True)``, ``search --heterogen
   the count at most ``|degrees|² · pp`` per ``pp`` (the stage split then balances each
   stage at its own degree); not with interleaved virtual stages.
 
-What the simulator cannot express, and so the space does not offer: ZeRO-1/2 (only DDP
-or full sharding); uneven pipeline stages; stages of different data-parallel degrees
+What the simulator cannot express, and so the space does not offer: uneven pipeline stages; stages of different data-parallel degrees
 (re-sharding the activations between them).
 """
 
@@ -88,6 +91,8 @@ class SearchSpace:
     ``memory_limit_bytes``: device memory (default: the cluster GPU's). ``vary_gpus``: also
     try every divisor of ``gpus`` as the world size (the ``cost`` objective).
     ``heterogeneous``: also per-stage recomputation and tensor parallelism (module docstring).
+    ``zero_stages``: DeepSpeed ZeRO stages (1, 2) also tried in place of DDP on each
+    data-parallel layout (module docstring; ``()``: DDP and FSDP only).
     """
 
     gpus: int
@@ -110,6 +115,7 @@ class SearchSpace:
     # the trace ran a ZeRO stage of its own (DeepSpeed): pin each row to what its label says
     # (ddp = ZeRO-0, fsdp = ZeRO-3) instead of letting simulate default to the traced stage
     pin_zero: bool = False
+    zero_stages: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         for name, cap in (("gpus", MAX_GPUS), ("global_batch", MAX_GLOBAL_BATCH),
@@ -135,6 +141,11 @@ class SearchSpace:
         bad = [r for r in self.recompute if r not in RECOMPUTE]
         if bad or not self.recompute:
             raise ConfigError(f"recompute={self.recompute!r}; valid: {', '.join(RECOMPUTE)}")
+        if not isinstance(self.zero_stages, tuple) or any(
+                isinstance(z, bool) or z not in (1, 2) for z in self.zero_stages):
+            raise ConfigError(f"zero_stages={self.zero_stages!r}; valid: stages 1 and 2 "
+                              "(ZeRO-3 is fsdp)")
+        object.__setattr__(self, "zero_stages", tuple(sorted(set(self.zero_stages))))
         for name in ("fsdp", "sequence_parallel"):
             v = getattr(self, name)
             if not v or any(not isinstance(f, bool) for f in v):
@@ -162,6 +173,13 @@ class ParallelLayout:
     sp: bool = False
     stage_recompute: tuple[str, ...] = ()  # per pipeline stage; () = recompute everywhere
     stage_tp: tuple[int, ...] = ()  # per pipeline stage (tp = the largest); () = tp everywhere
+    zero: int = 0  # DeepSpeed ZeRO-1/2 in place of DDP (0: DDP, or FSDP with fsdp)
+
+    @property
+    def sharding(self) -> str:
+        """How the data-parallel replicas hold the model states: ``ddp``, ``zero1``,
+        ``zero2`` or ``fsdp`` (ZeRO-3)."""
+        return "fsdp" if self.fsdp else f"zero{self.zero}" if self.zero else "ddp"
 
     @property
     def world(self) -> int:
@@ -174,13 +192,14 @@ class ParallelLayout:
 
     @property
     def label(self) -> str:
-        """Short text: ``dp16 tp8 sp pp8 v2 mb1 fsdp rc-full 1f1b``."""
+        """Short text: ``dp16 tp8 sp pp8 v2 mb1 fsdp rc-full 1f1b`` (``ddp`` / ``zero1`` /
+        ``zero2`` / ``fsdp``: :attr:`sharding`)."""
         tp = "/".join(map(str, self.stage_tp)) if self.stage_tp else str(self.tp)
         parts = [f"dp{self.dp}", f"tp{tp}", *(["sp"] if self.sp else []), f"pp{self.pp}"]
         if self.vpp > 1:
             parts.append(f"v{self.vpp}")
         parts.append(f"mb{self.micro_batch}")
-        parts.append("fsdp" if self.fsdp else "ddp")
+        parts.append(self.sharding)
         if self.stage_recompute:
             parts.append("rc-" + "/".join(self.stage_recompute))
         elif self.recompute != "none":
@@ -192,6 +211,7 @@ class ParallelLayout:
     def to_dict(self) -> dict[str, Any]:
         return {"dp": self.dp, "tp": self.tp, "pp": self.pp, "vpp": self.vpp,
                 "micro_batch": self.micro_batch, "fsdp": self.fsdp,
+                "zero_stage": 3 if self.fsdp else self.zero,
                 "recompute": self.recompute, "sequence_parallel": self.sp,
                 "schedule": self.schedule, "stage_recompute": list(self.stage_recompute),
                 "stage_tp": list(self.stage_tp)}
@@ -210,7 +230,7 @@ class ParallelLayout:
             nodes=self.world // gpn if self.world % gpn == 0 else None,
             cluster=space.cluster, fsdp=self.fsdp, recompute=self.recompute,
             sequence_parallel=self.sp, stage_recompute=self.stage_recompute or None,
-            zero_stage=(3 if self.fsdp else 0) if space.pin_zero else None,
+            zero_stage=self.zero or ((3 if self.fsdp else 0) if space.pin_zero else None),
             stage_tp=self.stage_tp or None,
             comm_profile=space.comm_profile, memory_limit_bytes=space.memory_limit_bytes)
 
@@ -265,21 +285,24 @@ def enumerate_layouts(workload: Any, space: SearchSpace) -> tuple[list[ParallelL
                 [b for b in mbs if b == 1]
         low = min(stage_tp) if stage_tp else tp
         sps = space.sequence_parallel if "sp" in dims and low > 1 else (False,)
+        # (fsdp, ZeRO stage): DDP, the ZeRO-1/2 stages asked for, FSDP (ZeRO-3)
+        shardings = [(f, 0) for f in (space.fsdp if "fsdp" in dims else (False,))
+                     if not f or dp >= 2]
+        if dp >= 2:
+            shardings += [(False, z) for z in space.zero_stages if z == 1 or pp == 1]
         for mb in mbs:
             m = per_replica // mb
             for sched, vpp in _schedules(space, dims, pp, blocks, m):
                 if stage_tp and vpp > 1:
                     continue
-                for fsdp in space.fsdp if "fsdp" in dims else (False,):
-                    if fsdp and dp < 2:
-                        continue
+                for fsdp, zero in shardings:
                     for rc, per_stage in _recomputes(space, recomputes, pp, vpp):
                         for sp in sps:
                             out.append(ParallelLayout(dp=dp, tp=tp, pp=pp, vpp=vpp,
                                                       micro_batch=mb, fsdp=fsdp,
                                                       recompute=rc, schedule=sched, sp=sp,
                                                       stage_recompute=per_stage,
-                                                      stage_tp=stage_tp))
+                                                      stage_tp=stage_tp, zero=zero))
 
     for world in worlds:
         tps = [t for t in divisors(world) if allowed_tp(t, world)]
