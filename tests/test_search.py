@@ -228,6 +228,21 @@ def test_train_config_of_one_and_two_dimensional_layouts(gpt: Workload, tmp_path
     path = write_train_config(tmp_path / "x" / "best.json", two_d, global_batch=8)
     data = json.loads(path.read_text())
     assert data["train"] is None and "combines dp and tp" in data["train_note"]
+    assert data["deepspeed"] is None
+
+
+def test_a_zero_row_writes_its_deepspeed_config(gpt: Workload) -> None:
+    space = SearchSpace(gpus=4, global_batch=16, dims=("dp", "micro-batch"), zero_stages=(2,))
+    res = search(gpt, space, workers=1, top=50)
+    cand = next(c for c in res.candidates if c.layout.zero == 2 and c.layout.micro_batch == 2)
+    cfg = train_config(cand, global_batch=16, model=gpt.model)
+    assert cfg["train"] is None and "DeepSpeed" in cfg["train_note"]
+    ds = cfg["deepspeed"]
+    assert ds == {"train_batch_size": 16, "train_micro_batch_size_per_gpu": 2,
+                  "gradient_accumulation_steps": 2, "zero_optimization": {"stage": 2}}
+    assert ds["train_batch_size"] == (ds["train_micro_batch_size_per_gpu"]
+                                      * ds["gradient_accumulation_steps"] * cand.layout.dp)
+    assert cfg["layout"]["zero_stage"] == 2
 
 
 # ----------------------------------------------------------------------------- CLI

@@ -8,6 +8,10 @@ the layout with torch-native parallelism — DDP, FSDP2 ``fully_shard``, DTensor
 parallel or ``torch.distributed.pipelining`` (1F1B or GPipe) — or ``null`` with
 ``train_note`` saying why not (train.py runs one kind of parallelism over all its
 processes: a 2-D/3-D layout, or an interleaved schedule, has no train.py form).
+A DeepSpeed ZeRO-1/2 row has none either; its ``deepspeed`` entry is the batch and
+``zero_optimization`` part of the DeepSpeed config that runs it (``train_batch_size`` =
+``train_micro_batch_size_per_gpu`` · ``gradient_accumulation_steps`` · data-parallel degree,
+as DeepSpeed checks; ``null`` for every other row).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from typing import Any
 from echo_sim.search.result import Candidate
 from echo_sim.trace.outfiles import atomic_write
 
-__all__ = ["FORMAT", "train_config", "train_flags", "write_train_config"]
+__all__ = ["FORMAT", "deepspeed_config", "train_config", "train_flags", "write_train_config"]
 
 FORMAT = "echo-search-config/1"
 _MODEL_FLAGS = {"layers": "layers", "hidden": "hidden", "heads": "heads", "seq": "seq",
@@ -55,6 +59,17 @@ def train_flags(cand: Candidate, global_batch: int) -> tuple[dict[str, Any] | No
     return out, f"torchrun --nproc_per_node {lay.world} examples/train.py --config FILE"
 
 
+def deepspeed_config(cand: Candidate, global_batch: int) -> dict[str, Any] | None:
+    """The DeepSpeed config entries of a ZeRO-1/2 row (module docstring); None otherwise."""
+    lay = cand.layout
+    if not lay.zero:
+        return None
+    return {"train_batch_size": global_batch,
+            "train_micro_batch_size_per_gpu": lay.micro_batch,
+            "gradient_accumulation_steps": lay.micro_batches(global_batch),
+            "zero_optimization": {"stage": lay.zero}}
+
+
 def train_config(cand: Candidate, *, global_batch: int, model: dict[str, Any] | None = None,
                  source: str | None = None) -> dict[str, Any]:
     """The config dict of ``cand`` (module docstring)."""
@@ -74,6 +89,7 @@ def train_config(cand: Candidate, *, global_batch: int, model: dict[str, Any] | 
         "model": shape,
         "train": flags,
         "train_note": note,
+        "deepspeed": deepspeed_config(cand, global_batch),
     }
 
 
