@@ -118,3 +118,37 @@ def test_bad_zero_stages_is_one_line(capsys: Any, value: str) -> None:
                          "--zero-stages", value)
     assert code == 2 and "--zero-stages" in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_search_plot_draws_every_timed_layout(capsys: Any, tmp_path: Path) -> None:
+    """``--plot``: time against memory of every timed row, by sharding, into a real image."""
+    from echo_sim.load import load_trace
+    from echo_sim.render.plots import search_points
+    from echo_sim.search import SearchSpace, search
+    from echo_sim.workload.traced import traced_workload
+
+    png = tmp_path / "space.png"
+    code, out, err = run(capsys, "search", DDP, "--gpus", "4", "--global-batch", "16",
+                         "--zero-stages", "1,2", "--memory-limit", "0.4GB", "--json",
+                         "--plot", png)
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["plot"] == str(png)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+    # what it draws: every timed layout once, under its sharding, with its fit verdict
+    space = SearchSpace(gpus=4, global_batch=16, gpus_per_node=4, cluster="cpu-gloo",
+                        memory_limit_bytes=int(0.4 * 2**30), zero_stages=(1, 2))
+    res = search(traced_workload(load_trace(str(DDP))), space, workers=1, top=5)
+    pts = search_points(res.candidates)
+    assert sum(len(v) for v in pts.values()) == len(res.candidates)
+    assert set(pts) <= {"ddp", "zero1", "zero2", "fsdp"} and "zero2" in pts
+    for c in res.candidates:
+        assert (c.peak_memory_bytes / 2**30, c.iteration_time_us / 1000.0, c.fits) in \
+            pts[c.layout.sharding]
+    # a second run does not overwrite it; an unknown type is one line, before any work
+    code, out, err = run(capsys, "search", DDP, "--gpus", "4", "--global-batch", "16",
+                         "--plot", png)
+    assert code != 0 and "exists" in err and len(err.strip().splitlines()) == 1
+    code, out, err = run(capsys, "search", DDP, "--gpus", "4", "--global-batch", "16",
+                         "--plot", tmp_path / "space.gif")
+    assert code == 2 and "--plot" in err and len(err.strip().splitlines()) == 1

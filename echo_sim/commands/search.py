@@ -6,7 +6,7 @@ import dataclasses
 from typing import Any
 
 from echo_sim.commands.checks import MAX_GLOBAL_BATCH, MAX_GPUS, int_in, parse_bytes_flag
-from echo_sim.commands.outputs import check_output, check_output_dir, flag_errors
+from echo_sim.commands.outputs import check_output, check_output_dir, flag_errors, output_file
 from echo_sim.commands.spec import Command, Result, arg
 from echo_sim.errors import ConfigError
 
@@ -171,6 +171,13 @@ def run(opts: Any) -> Result:
         check_output_dir("--output", opts.output)  # a directory of the --top configs
     elif opts.output:
         check_output("--output", opts.output, force=opts.force)  # before the search
+    if opts.plot:
+        from echo_sim.render.plots import PLOT_TYPES
+
+        check_output("--plot", opts.plot, force=opts.force)
+        if not opts.plot.lower().endswith(PLOT_TYPES):
+            raise ConfigError(f"--plot {opts.plot}: unknown image type; use "
+                              f"{', '.join(PLOT_TYPES)}")
     workload = traced_workload(trace)  # the same start as simulate's
     traced_zero = (workload.meta.get("training") or {}).get("zero_stage")
     if isinstance(traced_zero, int) and traced_zero > 0:
@@ -214,6 +221,15 @@ def run(opts: Any) -> Result:
                                       overwrite=opts.force)
         data["output"] = str(path)
         text += f"\n\nwrote the best layout ({res.best.layout.label}) to {path}"
+    if opts.plot and res.candidates:
+        from echo_sim.render.plots import plot_search
+
+        with output_file("--plot", opts.plot, force=opts.force) as tmp:
+            plot_search(res.candidates, res.best, tmp,
+                        title=f"{len(res.candidates)} layouts timed of {res.enumerated} "
+                              f"({space.gpus} devices, {space.cluster})")
+        data["plot"] = opts.plot
+        text += f"\n\nwrote {opts.plot}"
     return Result(text, data)
 
 
@@ -277,6 +293,10 @@ COMMAND = Command(
                  "only without pipelining, as DeepSpeed's pipeline engine allows); rows "
                  "labelled zero1 / zero2, priced as `simulate --zero-stage 1|2`. ZeRO-3 is "
                  "fsdp (default: DDP and FSDP only)"),
+        arg("--plot", metavar="FILE.png", default=None,
+            help="draw the timed layouts, iteration time against peak memory per device, "
+                 "coloured by sharding (ddp / zero1 / zero2 / fsdp), hollow where over the "
+                 "memory limit, the best starred (.png, .svg or .pdf)"),
         arg("--format", choices=["echo", "aceso"], default="echo",
             help="--output config format: echo's (examples/train.py --config) or aceso "
                  "(Aceso's config JSON: num_stages, num_gpus, model_parallel_size_of_each_op, "

@@ -4,18 +4,25 @@
 the parts of :data:`echo_sim.analysis.statistic.PARTS` (compute alone by kind, communication
 overlapped with compute, exposed communication, idle); the bar's height is the rank's mean
 iteration time.
+
+:func:`plot_search` draws a search's timed layouts as predicted iteration time against peak
+memory, one colour per sharding (DDP, ZeRO-1, ZeRO-2, FSDP), hollow where the layout is
+over the memory limit (a dashed line), the best layout starred and labelled: where the
+time–memory trade-off of the space lies, which a ranked table hides.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from echo_sim.analysis.statistic import PARTS, Statistics
 from echo_sim.errors import EchoError
 from echo_sim.render import require_matplotlib
 
-__all__ = ["BREAKDOWN_PARTS", "PLOT_TYPES", "plot_step_breakdown", "step_breakdown"]
+__all__ = ["BREAKDOWN_PARTS", "PLOT_TYPES", "SHARDING_COLORS", "plot_search",
+           "plot_step_breakdown", "search_points", "step_breakdown"]
 
 PLOT_TYPES: tuple[str, ...] = (".png", ".svg", ".pdf")
 
@@ -39,9 +46,7 @@ def plot_step_breakdown(breakdown: dict[int, dict[str, float]], path: str | Path
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    p = Path(path)
-    if p.suffix.lower() not in PLOT_TYPES:
-        raise EchoError(f"path {p}: unknown image type {p.suffix!r}; use .png, .svg or .pdf")
+    p = _path(path)
     ranks: Sequence[int] = sorted(breakdown)
     fig = Figure(figsize=(max(4.0, 0.5 * len(ranks) + 2.5), 4.0), layout="constrained")
     FigureCanvasAgg(fig)
@@ -57,6 +62,69 @@ def plot_step_breakdown(breakdown: dict[int, dict[str, float]], path: str | Path
     ax.set_xticks(x, [str(r) for r in ranks])
     ax.set_xlabel("rank")
     ax.set_ylabel("mean time per step (ms)")
+    ax.set_title(title)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
+    fig.savefig(p, dpi=120)  # OSError: the caller's atomic writer reports it
+    return p
+
+
+SHARDING_COLORS: dict[str, str] = {"ddp": "#4c72b0", "zero1": "#55a868", "zero2": "#8172b3",
+                                   "fsdp": "#dd8452"}
+
+
+def search_points(candidates: Sequence[Any]) -> dict[str, list[tuple[float, float, bool]]]:
+    """sharding → [(peak memory GiB, iteration ms, fits)] of a search's timed
+    :class:`~echo_sim.search.result.Candidate` rows (the plotted data)."""
+    out: dict[str, list[tuple[float, float, bool]]] = {}
+    for c in candidates:
+        out.setdefault(c.layout.sharding, []).append(
+            (c.peak_memory_bytes / 2**30, c.iteration_time_us / 1000.0, bool(c.fits)))
+    return out
+
+
+def _path(path: str | Path) -> Path:
+    p = Path(path)
+    if p.suffix.lower() not in PLOT_TYPES:
+        raise EchoError(f"path {p}: unknown image type {p.suffix!r}; use .png, .svg or .pdf")
+    return p
+
+
+def plot_search(candidates: Sequence[Any], best: Any, path: str | Path, *,
+                title: str = "Searched layouts") -> Path:
+    """Iteration time (ms) against peak memory (GiB) of ``candidates`` into ``path`` (.png,
+    .svg, .pdf; module docstring); ``best``: the chosen candidate, or None."""
+    require_matplotlib("the search plot")
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    p = _path(path)
+    if not candidates:
+        raise EchoError("the search timed no layout: nothing to plot")
+    fig = Figure(figsize=(7.0, 4.5), layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    points = search_points(candidates)
+    for name in sorted(points, key=lambda n: list(SHARDING_COLORS).index(n)
+                       if n in SHARDING_COLORS else len(SHARDING_COLORS)):
+        pts = points[name]
+        color = SHARDING_COLORS.get(name, "#bbbbbb")
+        for fits, face in ((True, color), (False, "none")):
+            sel = [(m, t) for m, t, f in pts if f == fits]
+            if sel:
+                ax.scatter([m for m, _ in sel], [t for _, t in sel], s=28, facecolors=face,
+                           edgecolors=color, linewidths=1.0,
+                           label=name if fits else f"{name} (over the limit)")
+    limit = candidates[0].memory_limit_bytes / 2**30
+    ax.axvline(limit, color="#c44e52", linestyle="--", linewidth=1.0,
+               label=f"memory limit {limit:.3g} GiB")
+    if best is not None:
+        bm, bt = best.peak_memory_bytes / 2**30, best.iteration_time_us / 1000.0
+        ax.scatter([bm], [bt], marker="*", s=220, color="gold", edgecolors="black",
+                   linewidths=0.8, zorder=3, label="best")
+        ax.annotate(best.layout.label, (bm, bt), textcoords="offset points", xytext=(8, 8),
+                    fontsize="small")
+    ax.set_xlabel("peak memory per device (GiB)")
+    ax.set_ylabel("predicted iteration time (ms)")
     ax.set_title(title)
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
     fig.savefig(p, dpi=120)  # OSError: the caller's atomic writer reports it
