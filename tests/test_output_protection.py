@@ -79,6 +79,7 @@ OUTPUTS = (
     Output(("graph", TRACE), "--output", "o.gml"),
     Output(("graph", TRACE), "--output", "o.svg"),
     Output(("search", TRACE, "--gpus", "2", "--global-batch", "16"), "--output", "best.json"),
+    Output(("search", TRACE, "--gpus", "2", "--global-batch", "16"), "--plot", "space.png"),
     Output(("profile-comm", "--nproc", "2", "--sizes", "1KB", "--iters", "1", "--warmup", "0",
             "--ops", "all_reduce", "--no-host-overheads", "--no-progress"), "--output",
            "p.json", measures=True),
