@@ -52,11 +52,13 @@ TINY = {"bert": ["--layers", "1", "--hidden", "32", "--heads", "2", "--seq", "16
 # ------------------------------------------------------------------------------ workloads
 @pytest.mark.parametrize("size", NEW)
 def test_new_families_are_cases_with_their_own_module(size: str) -> None:
-    assert {c.layout for c in CASES if c.size == size} == {"ddp", "fsdp"}
+    # BERT also runs as DeepSpeed ZeRO-1/2 jobs (the layouts search --zero-stages ranks)
+    extra = {"zero1", "zero2"} if size == "bert" else set()
+    assert {c.layout for c in CASES if c.size == size} == {"ddp", "fsdp"} | extra
     mod = importlib.import_module(WORKLOAD_MODULE[size])
     assert not WORKLOAD_MODULE[size].startswith("examples")
     # the benchmark's flags parse in the module, for the traced and the real job alike
-    for layout in ("single", "ddp", "fsdp"):
+    for layout in ("single", "ddp", "fsdp", *sorted(extra)):
         cfg = mod.parse_flags(_train_flags(layout, size, steps=6, capture=Path("/t"), nproc=1))
         assert (cfg.layout, cfg.steps, cfg.capture, cfg.trace_start, cfg.trace_end) == (
             layout, 6, True, 2, 5)
@@ -111,6 +113,8 @@ ROOT = Path("/runs/keep")
     ("fsdp", ["--dp", "2", "--fsdp", "--optimizer", "foreach"]),
     ("tp", ["--tp", "2", "--no-vocab-parallel", "--optimizer", "loop"]),
     ("pp", ["--pp", "2", "--global-batch", "24", "--schedule", "1f1b"]),
+    ("zero1", ["--dp", "2", "--zero-stage", "1"]),
+    ("zero2", ["--dp", "2", "--zero-stage", "2"]),
 ])
 def test_simulate_argv_per_layout(layout: str, flags: list[str]) -> None:
     case = Case(layout=layout, size="convattn" if layout in ("tp", "pp") else "bert")
@@ -131,7 +135,8 @@ def test_simulate_argv_timeline_cluster_and_outside_profile() -> None:
                         "--json", "--output", "rep0/resnet/ddp-sim", "--force"]
 
 
-@pytest.mark.parametrize("case", [Case(layout=lay, size=s) for lay in ("ddp", "fsdp", "tp", "pp")
+@pytest.mark.parametrize("case", [Case(layout=lay, size=s)
+                                  for lay in ("ddp", "fsdp", "tp", "pp", "zero1", "zero2")
                                   for s in ("gpt-s", "bert")], ids=lambda c: c.name)
 def test_flags_give_the_library_config_the_job_needs(case: Case) -> None:
     """Every library knob the benchmark relies on reaches SimConfig through a flag."""
@@ -142,14 +147,15 @@ def test_flags_give_the_library_config_the_job_needs(case: Case) -> None:
     cfg = sim_cmd.sim_config(parser.parse_args(["trace", *_sim_flags(case, "comm.json")]))
     got = {k: v for k, v in dataclasses.asdict(cfg).items() if k in (
         "dp", "tp", "pp", "fsdp", "optimizer_foreach", "vocab_parallel", "global_batch",
-        "schedule", "cluster", "comm_profile")}
+        "schedule", "cluster", "comm_profile", "zero_stage")}
     want: dict[str, Any] = {"dp": 1, "tp": 1, "pp": 1, "fsdp": False, "optimizer_foreach": None,
                             "vocab_parallel": True, "global_batch": None, "schedule": "1f1b",
-                            "cluster": None, "comm_profile": "comm.json"}
+                            "cluster": None, "comm_profile": "comm.json", "zero_stage": None}
     want.update({"ddp": {"dp": 2},
                  "fsdp": {"dp": 2, "fsdp": True, "optimizer_foreach": True},
                  "tp": {"tp": 2, "vocab_parallel": False, "optimizer_foreach": False},
                  "pp": {"pp": 2, "global_batch": 4 * (8 if case.size == "gpt-s" else 6)},
+                 "zero1": {"dp": 2, "zero_stage": 1}, "zero2": {"dp": 2, "zero_stage": 2},
                  }[case.layout])
     assert got == want
 

@@ -20,7 +20,7 @@ from typing import Any
 import torch.distributed as dist
 
 __all__ = ["Job", "RunConfig", "accumulate", "add_run_flags", "build", "capturing",
-           "data_parallel_job", "interface", "run_main", "train"]
+           "data_parallel_job", "deepspeed_job", "interface", "run_main", "train"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -101,6 +101,40 @@ def data_parallel_job(cfg: Any, rank: int, world: int, model: Any,
 
     def run_step(step: int) -> float:
         return accumulate(opt, accum, lambda i: loss(model, step, first + i))
+
+    return Job(rank, world, run_step)
+
+
+def deepspeed_job(cfg: Any, rank: int, world: int, model: Any,
+                  loss: Callable[[Any, int, int], Any], *, stage: int) -> Job:
+    """A DeepSpeed ZeRO-``stage`` (1 or 2) job of ``model`` on CPU over gloo, with torch's
+    AdamW as DeepSpeed's client optimizer and DeepSpeed's defaults otherwise (fp32,
+    ``reduce_bucket_size`` 5e8, ``overlap_comm`` off): each step runs ``global_batch /
+    (micro_batch · world)`` micro-batches through ``engine.backward`` / ``engine.step``
+    (DeepSpeed scales each loss by 1/accumulation and steps at the boundary), micro-batch
+    ``i`` of step ``s`` on this rank costing ``loss(engine, s, rank · accum + i)``."""
+    import os
+
+    os.environ.setdefault("DS_ACCELERATOR", "cpu")
+    import deepspeed
+    import torch
+
+    gb = cfg.global_batch or cfg.micro_batch * world
+    accum = max(1, gb // (cfg.micro_batch * world))
+    config = {"train_micro_batch_size_per_gpu": cfg.micro_batch,
+              "gradient_accumulation_steps": accum, "zero_optimization": {"stage": stage}}
+    opt = torch.optim.AdamW(model.parameters())
+    engine, _, _, _ = deepspeed.initialize(model=model, optimizer=opt, config=config)
+    first = rank * accum
+
+    def run_step(step: int) -> float:
+        total = 0.0
+        for i in range(accum):
+            out = loss(engine, step, first + i)
+            engine.backward(out)
+            engine.step()
+            total += float(out.detach()) / accum
+        return total
 
     return Job(rank, world, run_step)
 

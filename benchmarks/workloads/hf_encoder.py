@@ -13,7 +13,8 @@ Same interface as ``examples/train.py`` and ``benchmarks/workloads/convattn.py``
 
     torchrun --nproc_per_node 2 benchmarks/workloads/hf_encoder.py --layout fsdp --steps 10
 
-Flags: ``--layout single|ddp|fsdp``, ``--layers 4``, ``--hidden 128``, ``--heads 4``,
+Flags: ``--layout single|ddp|fsdp|zero1|zero2`` (the last two: DeepSpeed ZeRO-1/2 on CPU,
+``harness.deepspeed_job``), ``--layers 4``, ``--hidden 128``, ``--heads 4``,
 ``--seq 64``, ``--vocab 1000``, ``--micro-batch 8``, ``--global-batch N`` (gradient
 accumulation: N / (micro-batch × data-parallel degree) micro-batches per step),
 ``--steps 10``, ``--capture --trace-dir D --trace-start 2 --trace-end 8``.
@@ -41,7 +42,7 @@ from benchmarks.workloads import harness  # noqa: E402
 
 __all__ = ["Config", "Job", "build_job", "build_model", "parse_flags", "train"]
 
-LAYOUTS = ("single", "ddp", "fsdp")
+LAYOUTS = ("single", "ddp", "fsdp", "zero1", "zero2")
 CLASSES = 10
 
 
@@ -120,12 +121,14 @@ def _parallelize(model: BertForSequenceClassification, cfg: Config, world: int) 
 
 def _job(cfg: Config, rank: int, world: int) -> Job:
     bert = build_model(cfg)
-    model = bert if cfg.layout == "single" else _parallelize(bert, cfg, world)
 
     def loss(model: nn.Module, step: int, index: int) -> torch.Tensor:
         x, y = _batch(cfg, cfg.micro_batch, step, index)
         return F.cross_entropy(model(x).logits, y)
 
+    if cfg.layout.startswith("zero"):
+        return harness.deepspeed_job(cfg, rank, world, bert, loss, stage=int(cfg.layout[-1]))
+    model = bert if cfg.layout == "single" else _parallelize(bert, cfg, world)
     return harness.data_parallel_job(cfg, rank, world, model, loss)
 
 

@@ -18,7 +18,8 @@ per-step wall times in ``Job.step_s``), so ``benchmarks/accuracy.py`` drives it:
 
     torchrun --nproc_per_node 2 benchmarks/workloads/hf_llama.py --layout tp --steps 10
 
-Flags: ``--layout single|ddp|fsdp|tp``, ``--layers 2``, ``--hidden 256``, ``--heads 4``,
+Flags: ``--layout single|ddp|fsdp|tp|zero1|zero2`` (DeepSpeed ZeRO-1/2 on CPU,
+``harness.deepspeed_job``), ``--layers 2``, ``--hidden 256``, ``--heads 4``,
 ``--kv-heads 2``, ``--seq 64``, ``--vocab 1000``, ``--micro-batch 8``, ``--global-batch N``,
 ``--steps 10``, ``--capture --trace-dir D --trace-start 2 --trace-end 8``.
 """
@@ -45,7 +46,7 @@ from benchmarks.workloads import harness  # noqa: E402
 
 __all__ = ["Config", "Job", "build_job", "build_model", "parse_flags", "tp_plan", "train"]
 
-LAYOUTS = ("single", "ddp", "fsdp", "tp")
+LAYOUTS = ("single", "ddp", "fsdp", "tp", "zero1", "zero2")
 MOTIF = 8  # tokens per repeated motif
 
 
@@ -146,12 +147,15 @@ def _parallelize(model: LlamaForCausalLM, cfg: Config, world: int) -> nn.Module:
 
 def _job(cfg: Config, rank: int, world: int) -> Job:
     llama = build_model(cfg)
-    model = llama if cfg.layout == "single" else _parallelize(llama, cfg, world)
 
     def loss(model: nn.Module, step: int, index: int) -> torch.Tensor:
         ids = _batch(cfg, cfg.micro_batch, step, index)
         logits = model(ids).logits[:, :-1]
         return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1))
+
+    if cfg.layout.startswith("zero"):
+        return harness.deepspeed_job(cfg, rank, world, llama, loss, stage=int(cfg.layout[-1]))
+    model = llama if cfg.layout == "single" else _parallelize(llama, cfg, world)
 
     # tensor-parallel ranks see the same batch and hold DTensor and plain parameters
     return harness.data_parallel_job(cfg, rank, world, model, loss,
