@@ -60,12 +60,7 @@ def plot_step_breakdown(breakdown: dict[int, dict[str, float]], path: str | Path
         ax.bar(x, h, bottom=bottom, color=color, label=part, width=0.7)
         bottom = [b + v for b, v in zip(bottom, h, strict=True)]
     ax.set_xticks(x, [str(r) for r in ranks])
-    ax.set_xlabel("rank")
-    ax.set_ylabel("mean time per step (ms)")
-    ax.set_title(title)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
-    fig.savefig(p, dpi=120)  # OSError: the caller's atomic writer reports it
-    return p
+    return _finish(fig, ax, p, "rank", "mean time per step (ms)", title)
 
 
 SHARDING_COLORS: dict[str, str] = {"ddp": "#4c72b0", "zero1": "#55a868", "zero2": "#8172b3",
@@ -80,6 +75,16 @@ def search_points(candidates: Sequence[Any]) -> dict[str, list[tuple[float, floa
         out.setdefault(c.layout.sharding, []).append(
             (c.peak_memory_bytes / 2**30, c.iteration_time_us / 1000.0, bool(c.fits)))
     return out
+
+
+def _finish(fig: Any, ax: Any, p: Path, xlabel: str, ylabel: str, title: str) -> Path:
+    """Labels, title and the legend beside the axes; the figure saved to ``p``."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
+    fig.savefig(p, dpi=120)  # OSError: the caller's atomic writer reports it
+    return p
 
 
 def _path(path: str | Path) -> Path:
@@ -123,9 +128,5 @@ def plot_search(candidates: Sequence[Any], best: Any, path: str | Path, *,
                    linewidths=0.8, zorder=3, label="best")
         ax.annotate(best.layout.label, (bm, bt), textcoords="offset points", xytext=(8, 8),
                     fontsize="small")
-    ax.set_xlabel("peak memory per device (GiB)")
-    ax.set_ylabel("predicted iteration time (ms)")
-    ax.set_title(title)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
-    fig.savefig(p, dpi=120)  # OSError: the caller's atomic writer reports it
-    return p
+    return _finish(fig, ax, p, "peak memory per device (GiB)",
+                   "predicted iteration time (ms)", title)

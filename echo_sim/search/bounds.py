@@ -19,7 +19,8 @@ as ``tp`` grows, so each stage holds at least its share at ``tp_max`` and the fl
 below simulate's (tests check it on every such layout).
 
 **Op probe** (one simulation per tensor-parallel degree × micro-batch × recomputation ×
-sequence parallelism),
+sequence parallelism × sharding: DDP, ZeRO-1/2 or FSDP, whose host costs on a CPU profile
+sit on the operators),
 :class:`OpProbe`: the layout's tp / micro-batch / recomputation on one pipeline stage and
 one micro-batch. It yields simulate's own time of every operator and of the blocking
 tensor-parallel all-reduces each operator issues (they do not depend on the pipeline or
@@ -293,9 +294,12 @@ def probe_ops(workload: Any, layout: ParallelLayout, space: SearchSpace, *,
     stage, one micro-batch."""
     from echo_sim.sim.simulate import simulate
 
-    one = ParallelLayout(dp=layout.dp * layout.pp, tp=layout.tp, pp=1,
-                         micro_batch=layout.micro_batch, recompute=layout.recompute,
-                         sp=layout.sp)
+    # the layout's own data parallelism and sharding (their host costs sit on the operators
+    # on a CPU profile), one stage: at most the layout's ranks share a host, so no more
+    # contention than the layout's own
+    one = ParallelLayout(dp=layout.dp, tp=layout.tp, pp=1, micro_batch=layout.micro_batch,
+                         recompute=layout.recompute, sp=layout.sp, fsdp=layout.fsdp,
+                         zero=layout.zero)
     res = simulate(workload, one.sim_config(space, global_batch=one.dp * one.micro_batch),
                    batch_traces=batch_traces, keep=True)
     if res.built is None:  # pragma: no cover - keep=True always keeps it

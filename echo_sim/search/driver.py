@@ -314,8 +314,10 @@ def _exhaustive(ex: _Executor, layouts: list[ParallelLayout], space: SearchSpace
     return out
 
 
-def _probe_key(lay: ParallelLayout) -> tuple[int, int, int, str, bool]:
-    return lay.world, lay.tp, lay.micro_batch, lay.recompute, lay.sp
+def _probe_key(lay: ParallelLayout) -> tuple[int, int, int, str, bool, str]:
+    # the sharding too: on a CPU host profile the operators carry its host costs (DDP's
+    # reducer, FSDP2's unit hooks), which the other shardings do not pay
+    return lay.dp, lay.tp, lay.micro_batch, lay.recompute, lay.sp, lay.sharding
 
 
 def _branch_and_bound(ex: _Executor, layouts: list[ParallelLayout], space: SearchSpace,
@@ -325,12 +327,12 @@ def _branch_and_bound(ex: _Executor, layouts: list[ParallelLayout], space: Searc
     # level 1: one probe per (world, tp, micro-batch, recompute, sequence parallelism)
     # (per-stage tensor parallelism: no probe; simulated unless the top-k is already better
     # than nothing could be, i.e. always: its bound is 0)
-    keys: dict[tuple[int, int, int, str, bool], ParallelLayout] = {}
+    keys: dict[tuple[int, int, int, str, bool, str], ParallelLayout] = {}
     for lay in layouts:
         if not lay.stage_tp:
             keys.setdefault(_probe_key(lay), lay)
     futs = {k: ex.submit(_op_probe_task, lay, space) for k, lay in keys.items()}
-    probes: dict[tuple[int, int, int, str, bool], OpProbe | str] = {}
+    probes: dict[tuple[int, int, int, str, bool, str], OpProbe | str] = {}
     for k, f in futs.items():
         p = f.result()
         if isinstance(p, OpProbe):
