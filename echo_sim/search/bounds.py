@@ -19,8 +19,8 @@ as ``tp`` grows, so each stage holds at least its share at ``tp_max`` and the fl
 below simulate's (tests check it on every such layout).
 
 **Op probe** (one simulation per tensor-parallel degree × micro-batch × recomputation ×
-sequence parallelism × sharding: DDP, ZeRO-1/2 or FSDP, whose host costs on a CPU profile
-sit on the operators),
+sequence parallelism; on a CPU target priced with a profile, also per data-parallel
+degree and sharding, DDP, ZeRO-1/2 or FSDP, whose host costs sit on the operators),
 :class:`OpProbe`: the layout's tp / micro-batch / recomputation on one pipeline stage and
 one micro-batch. It yields simulate's own time of every operator and of the blocking
 tensor-parallel all-reduces each operator issues (they do not depend on the pipeline or
@@ -62,7 +62,8 @@ from echo_sim.sim.stage_memory import ChunkMemory, chunk_memory, stage_memory
 from echo_sim.workload.build import unit_stages
 from echo_sim.workload.tensor_parallel import tp_param_bytes
 
-__all__ = ["MemoryFloor", "OpProbe", "StageBound", "memory_floor_bytes", "probe_ops"]
+__all__ = ["MemoryFloor", "OpProbe", "StageBound", "host_costs", "memory_floor_bytes",
+           "probe_ops"]
 
 
 def _update_shards(layout: ParallelLayout) -> int:
@@ -288,18 +289,32 @@ def _tp_comm_by_op(res: Any) -> np.ndarray:
     return out
 
 
+def host_costs(space: SearchSpace) -> bool:
+    """True when simulate puts calibrated host costs (DDP's reducer, FSDP2's hooks, DTensor)
+    on the operators: a CPU target priced with a communication profile."""
+    from echo_sim.cost.hardware import CLUSTERS
+
+    return space.comm_profile is not None and \
+        CLUSTERS[space.cluster.strip().lower()].gpu.name == "cpu"
+
+
 def probe_ops(workload: Any, layout: ParallelLayout, space: SearchSpace, *,
               batch_traces: tuple[Any, ...] = ()) -> OpProbe:
     """Simulate ``layout``'s tp / micro-batch / recomputation / sequence parallelism as one
     stage, one micro-batch."""
     from echo_sim.sim.simulate import simulate
 
-    # the layout's own data parallelism and sharding (their host costs sit on the operators
-    # on a CPU profile), one stage: at most the layout's ranks share a host, so no more
-    # contention than the layout's own
-    one = ParallelLayout(dp=layout.dp, tp=layout.tp, pp=1, micro_batch=layout.micro_batch,
-                         recompute=layout.recompute, sp=layout.sp, fsdp=layout.fsdp,
-                         zero=layout.zero)
+    if host_costs(space):
+        # the layout's own data parallelism and sharding (their host costs sit on the
+        # operators), one stage: at most the layout's ranks share a host, so no more
+        # contention than the layout's own
+        one = ParallelLayout(dp=layout.dp, tp=layout.tp, pp=1, micro_batch=layout.micro_batch,
+                             recompute=layout.recompute, sp=layout.sp, fsdp=layout.fsdp,
+                             zero=layout.zero)
+    else:  # operator times do not depend on the data parallelism: one probe serves all
+        one = ParallelLayout(dp=layout.dp * layout.pp, tp=layout.tp, pp=1,
+                             micro_batch=layout.micro_batch, recompute=layout.recompute,
+                             sp=layout.sp)
     res = simulate(workload, one.sim_config(space, global_batch=one.dp * one.micro_batch),
                    batch_traces=batch_traces, keep=True)
     if res.built is None:  # pragma: no cover - keep=True always keeps it

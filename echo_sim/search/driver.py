@@ -31,7 +31,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from typing import Any
 
 from echo_sim.errors import ConfigError
-from echo_sim.search.bounds import MemoryFloor, OpProbe, probe_ops
+from echo_sim.search.bounds import MemoryFloor, OpProbe, host_costs, probe_ops
 from echo_sim.search.result import Candidate, SearchResult, candidate_from_sim, score
 from echo_sim.search.space import OBJECTIVES, ParallelLayout, SearchSpace, enumerate_layouts
 
@@ -314,23 +314,27 @@ def _exhaustive(ex: _Executor, layouts: list[ParallelLayout], space: SearchSpace
     return out
 
 
-def _probe_key(lay: ParallelLayout) -> tuple[int, int, int, str, bool, str]:
-    # the sharding too: on a CPU host profile the operators carry its host costs (DDP's
-    # reducer, FSDP2's unit hooks), which the other shardings do not pay
-    return lay.dp, lay.tp, lay.micro_batch, lay.recompute, lay.sp, lay.sharding
+def _probe_key(lay: ParallelLayout, exact_dp: bool) -> tuple[int, int, int, str, bool, str]:
+    # exact_dp (a CPU host profile): the operators carry the data parallelism's host costs
+    # (DDP's reducer, FSDP2's unit hooks), which the other shardings do not pay
+    if exact_dp:
+        return lay.dp, lay.tp, lay.micro_batch, lay.recompute, lay.sp, lay.sharding
+    return lay.world, lay.tp, lay.micro_batch, lay.recompute, lay.sp, ""
 
 
 def _branch_and_bound(ex: _Executor, layouts: list[ParallelLayout], space: SearchSpace,
                       objective: str, top: int, limit: int,
                       bar: _Bar) -> tuple[list[Outcome], int]:
     gb = space.global_batch
-    # level 1: one probe per (world, tp, micro-batch, recompute, sequence parallelism)
+    # level 1: one probe per (world, tp, micro-batch, recompute, sequence parallelism), per
+    # (dp, ..., sharding) with a CPU host profile
     # (per-stage tensor parallelism: no probe; simulated unless the top-k is already better
     # than nothing could be, i.e. always: its bound is 0)
+    exact_dp = host_costs(space)
     keys: dict[tuple[int, int, int, str, bool, str], ParallelLayout] = {}
     for lay in layouts:
         if not lay.stage_tp:
-            keys.setdefault(_probe_key(lay), lay)
+            keys.setdefault(_probe_key(lay, exact_dp), lay)
     futs = {k: ex.submit(_op_probe_task, lay, space) for k, lay in keys.items()}
     probes: dict[tuple[int, int, int, str, bool, str], OpProbe | str] = {}
     for k, f in futs.items():
@@ -345,7 +349,7 @@ def _branch_and_bound(ex: _Executor, layouts: list[ParallelLayout], space: Searc
         if lay.stage_tp:
             ranked_het.append(lay)
             continue
-        p = probes[_probe_key(lay)]
+        p = probes[_probe_key(lay, exact_dp)]
         if isinstance(p, str):
             outcomes.append(("invalid", lay, p))
             bar.update(1)
