@@ -79,6 +79,10 @@ def test_real_two_process_profile(tmp_path: Path) -> None:
                  "--timeout", "120", "--no-host-overheads")
     result = COMMAND.run(opts)
     assert result.data["output"] == str(out) and "all_reduce" in result.text
+    # the stall summary of every measured op: printed, and in the JSON
+    assert "stalls (runs >= 2 ms over their size's median" in result.text
+    assert {(st["op"], st["runs"]) for st in result.data["stalls"]} == {
+        (op, 15) for op in PROFILE_OPS}
     prof = load_comm_profile(out)
     assert prof.backend == "gloo" and prof.device == "cpu" and prof.world_size == 2
     assert sorted(prof.samples) == sorted((op, 2) for op in PROFILE_OPS)
@@ -270,3 +274,25 @@ def test_profile_runs_round_trip_and_bad_runs_are_refused(tmp_path: Path) -> Non
 def test_other_load_is_a_core_count() -> None:
     load = other_load(0.05)
     assert 0.0 <= load <= (os.cpu_count() or 1) + 1e-9
+
+
+def test_stalls_count_runs_over_their_sizes_median() -> None:
+    """A stall: a run >= STALL_US over the median of its own size; the excess is the mean
+    of max(run - median, 0) over every run of the op (what each collective pays)."""
+    from echo_sim.cost.comm_profile import STALL_US, CommProfile, stalls
+
+    prof = CommProfile(backend="gloo", device="cpu", host="h", world_size=2,
+                       samples={("all_reduce", 2): [(1024, 1.0), (4096, 1.0)],
+                                ("broadcast", 2): [(1024, 1.0)]},
+                       runs_us={("all_reduce", 2): [[100.0, 100.0, 100.0 + STALL_US + 1],
+                                                    [300.0, 310.0, 310.0 + STALL_US]],
+                                ("broadcast", 2): [[50.0, 60.0, 70.0]]})
+    got = {(st.op, st.group_size): st for st in stalls(prof)}
+    ar = got[("all_reduce", 2)]
+    assert ar.runs == 6 and ar.rate == pytest.approx(2 / 6)
+    # over the medians 100 and 310: STALL_US + 1, and STALL_US (300 is under its median)
+    assert ar.excess_us == pytest.approx((2 * STALL_US + 1) / 6)
+    bc = got[("broadcast", 2)]
+    assert bc.rate == 0.0 and bc.excess_us == pytest.approx(10 / 3)
+    assert stalls(CommProfile(backend="gloo", device="cpu", host="h", world_size=2,
+                              samples={("all_reduce", 2): [(1024, 1.0)]})) == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ __all__ = ["COMMAND", "run"]
 
 
 def run(opts: Any) -> Result:
-    from echo_sim.cost.comm_profile import save_comm_profile
+    from echo_sim.cost.comm_profile import STALL_US, save_comm_profile, stalls
     from echo_sim.measure.profile_comm import (
         PROFILE_OPS,
         ProfileSpec,
@@ -52,7 +53,19 @@ def run(opts: Any) -> Result:
         a, b = profile.fits[key]
         lines.append(f"  {key[0]:<15}{key[1]:>3} ranks  alpha {a:10.1f} us  "
                      f"beta {b * 1024:.4f} us/KB  ({1 / b / 1e3:.3f} GB/s)")
-    data = {"output": str(path), **profile.to_json()}
+    found = stalls(profile)
+    if found:
+        lines.append(f"stalls (runs >= {STALL_US / 1e3:g} ms over their size's median: a rank "
+                     "descheduled or a halted vCPU; each collective pays the excess on average):")
+        for st in found:
+            lines.append(f"  {st.op:<15}{st.group_size:>3} ranks  {st.rate:6.1%} of {st.runs} runs"
+                         f"  excess {st.excess_us:8.1f} us")
+        worst = max(found, key=lambda st: st.rate)
+        if worst.rate >= 0.1:
+            lines.append(f"  note: {worst.rate:.0%} of {worst.op} runs stalled; on such a host a "
+                         "job's communication time varies by as much between runs")
+    data = {"output": str(path), **profile.to_json(),
+            "stalls": [dataclasses.asdict(st) for st in found]}
     return Result("\n".join(lines), data)
 
 

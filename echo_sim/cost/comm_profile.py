@@ -57,7 +57,10 @@ __all__ = [
     "fit_alpha_beta",
     "load_comm_profile",
     "MAX_STDERR_PCT",
+    "STALL_US",
+    "Stalls",
     "save_comm_profile",
+    "stalls",
     "trimmed_mean",
     "trimmed_stderr_pct",
 ]
@@ -97,6 +100,40 @@ MAX_STDERR_PCT = 20.0
 """A profile whose collective times have a median standard error above this (percent of the
 time) is not used to price collectives: the host was too noisy to measure them
 (:meth:`CommProfile.untrusted`)."""
+
+
+STALL_US = 2000.0
+"""A timed run this much over its size's median is a stall: a rank descheduled or a halted
+virtual CPU woken late (on a shared 2-core VM they cost one 4 ms scheduler tick)."""
+
+
+@dataclass(frozen=True)
+class Stalls:
+    """One (op, group size) of a profile: ``runs`` timed runs over all sizes, the fraction
+    ``rate`` at least :data:`STALL_US` over their size's median, and ``excess_us``, the
+    mean of ``max(run - median, 0)``: what a collective of the job pays for them on
+    average."""
+
+    op: str
+    group_size: int
+    runs: int
+    rate: float
+    excess_us: float
+
+
+def stalls(profile: CommProfile) -> list[Stalls]:
+    """Per measured (op, group size) with kept runs (``runs_us``), sorted by key; [] for
+    profiles that kept none."""
+    out = []
+    for key in sorted(profile.runs_us):
+        rows = [np.asarray(r, dtype=float) for r in profile.runs_us[key] if len(r)]
+        if not rows:
+            continue
+        over = np.concatenate([r - np.median(r) for r in rows])
+        out.append(Stalls(op=key[0], group_size=key[1], runs=int(over.size),
+                          rate=float(np.mean(over >= STALL_US)),
+                          excess_us=float(np.mean(np.maximum(over, 0.0)))))
+    return out
 
 
 def fit_alpha_beta(points: Sequence[tuple[float, float]]) -> tuple[float, float]:
