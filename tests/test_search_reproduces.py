@@ -114,10 +114,11 @@ def test_zero_rows_are_simulate_commands_and_shard_memory(capsys: Any) -> None:
     assert rows["ddp"]["layout"]["zero_stage"] == 0 and rows["fsdp"]["layout"]["zero_stage"] == 3
 
 
-@pytest.mark.parametrize("value", ["3", "0", "1,x", ""])
+@pytest.mark.parametrize("value", ["3", "0", "1,x", "", "1 --format aceso"])
 def test_bad_zero_stages_is_one_line(capsys: Any, value: str) -> None:
+    value, *more = value.split(" ")
     code, out, err = run(capsys, "search", DDP, "--gpus", "2", "--global-batch", "16",
-                         "--zero-stages", value)
+                         "--zero-stages", value, *more)
     assert code == 2 and "--zero-stages" in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
 

@@ -80,10 +80,13 @@ def _space_dims(text: str | None) -> tuple[str, ...]:
     return dims
 
 
-def _zero_stages(text: str | None) -> tuple[int, ...]:
+def _zero_stages(text: str | None, fmt: str = "echo") -> tuple[int, ...]:
     """``--zero-stages 1,2`` → (1, 2); None → ()."""
     if text is None:
         return ()
+    if fmt == "aceso":
+        raise ConfigError("--zero-stages with --format aceso: Aceso's runtime has no "
+                          "DeepSpeed ZeRO; drop one of them")
     parts = [t.strip() for t in text.split(",") if t.strip()]
     if not parts or any(t not in ("1", "2") for t in parts):
         raise ConfigError(f"--zero-stages {text!r}: a comma list of DeepSpeed ZeRO stages 1 "
@@ -165,7 +168,7 @@ def run(opts: Any) -> Result:
         dims=_aceso_dims() if opts.format == "aceso" and not opts.space
         else _space_dims(opts.space), comm_profile=opts.comm_profile,
         vary_gpus=opts.objective == "cost", heterogeneous=opts.heterogeneous,
-        zero_stages=_zero_stages(opts.zero_stages))
+        zero_stages=_zero_stages(opts.zero_stages, opts.format))
     aceso = opts.format == "aceso"
     if opts.output and aceso and not opts.output.endswith(".json"):
         check_output_dir("--output", opts.output)  # a directory of the --top configs
