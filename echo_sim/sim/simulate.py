@@ -505,7 +505,9 @@ def _layout_description(config: SimConfig, is_cpu: bool, m: int) -> str:
         parts.append("FSDP2 " + ("blocking collectives (CPU: no streams)" if is_cpu
                                  else "with prefetch overlap"))
     elif config.zero_stage in (1, 2):
-        parts.append(f"DeepSpeed ZeRO-{config.zero_stage}")
+        parts.append(f"DeepSpeed ZeRO-{config.zero_stage}" + (
+            " (its engine's host work per step, gradient hooks and bucket copies, is not "
+            "priced on a CPU host: README, Known gaps)" if is_cpu and config.dp > 1 else ""))
     elif config.dp > 1:
         parts.append("DDP 25 MiB buckets overlapping backward" if config.data_parallel == "ddp"
                      else "parameter server push/pull")
