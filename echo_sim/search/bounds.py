@@ -307,15 +307,19 @@ def probe_ops(workload: Any, layout: ParallelLayout, space: SearchSpace, *,
     if host_costs(space):
         # the layout's own data parallelism and sharding (their host costs sit on the
         # operators), one stage: at most the layout's ranks share a host, so no more
-        # contention than the layout's own
+        # contention than the layout's own; and its own micro-batch count, so that the rank
+        # skew per collective spreads the optimizer step over as many collectives as the
+        # layout's (linear in the compute between them: the stages' mean is the probe's)
         one = ParallelLayout(dp=layout.dp, tp=layout.tp, pp=1, micro_batch=layout.micro_batch,
                              recompute=layout.recompute, sp=layout.sp, fsdp=layout.fsdp,
                              zero=layout.zero)
+        gb = space.global_batch
     else:  # operator times do not depend on the data parallelism: one probe serves all
         one = ParallelLayout(dp=layout.dp * layout.pp, tp=layout.tp, pp=1,
                              micro_batch=layout.micro_batch, recompute=layout.recompute,
                              sp=layout.sp)
-    res = simulate(workload, one.sim_config(space, global_batch=one.dp * one.micro_batch),
+        gb = one.dp * one.micro_batch
+    res = simulate(workload, one.sim_config(space, global_batch=gb),
                    batch_traces=batch_traces, keep=True)
     if res.built is None:  # pragma: no cover - keep=True always keeps it
         raise ConfigError("simulate kept no task graph for the probe")
