@@ -71,6 +71,7 @@ def test_golden_split_of_a_built_trace() -> None:
     assert row.per_step_us == pytest.approx(sum(own) / 2 / 2)
     assert an.total["own_us"] == pytest.approx(row.per_step_us)
     assert row.negative == 0
+    assert row.stalled == 0.0  # no transfer 2 ms over the median
     assert json.loads(json.dumps(an.to_dict()))["collectives"][0]["instances"] == 4
 
 
@@ -128,3 +129,22 @@ def test_cli_table_json_and_errors(tmp_path: Path) -> None:
         (one / "0_0" / f.name).write_bytes(f.read_bytes())
     bad = cli(str(one))
     assert bad.returncode == 2 and "one rank" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_stalled_transfers_are_counted_as_profile_comm_counts_its_runs() -> None:
+    """A transfer >= STALL_US over the median of its collective is a stall (the fraction is
+    the job's stall rate, to hold against profile-comm's for the same operation)."""
+    from echo_sim.cost.comm_profile import STALL_US
+
+    b = TraceBuilder(source="built")
+    for rank in (0, 1):
+        b.add(rank=rank, name="STEP", cat=Cat.STEP, ts_us=0.0, dur_us=1e5, step=1, tid=1)
+    transfers = [200.0, 210.0, 190.0, 210.0 + STALL_US]  # median 205: one stall
+    t0 = 0.0
+    for k, tr in enumerate(transfers):
+        for rank in (0, 1):
+            b.add(rank=rank, name="Comm.ar", cat=Cat.COMM, ts_us=t0, dur_us=tr, step=1,
+                  tid=100, collective="all_reduce", nbytes=1000, group_ranks=(0, 1), seq=k)
+        t0 += 5000.0
+    (row,) = comm_anatomy(b.build()).rows
+    assert row.stalled == pytest.approx(0.25)

@@ -17,7 +17,10 @@ are heavy-tailed: their mean runs well above their median, and a step pays the m
 
 Per (collective, group size, bytes) over the captured steps: instances per step; the mean
 over members and instances of ``own``, ``wait`` and ``lag``; the transfer's mean, median and
-90th percentile; the cost per step, Σ own / members / steps. The starts and ends must be on
+90th percentile; ``stalled``, the fraction of instances whose transfer is at least
+:data:`~echo_sim.cost.comm_profile.STALL_US` over the median (the measure ``profile-comm``
+reports for its own runs, so the job's and the profile's stall rates compare directly); the
+cost per step, Σ own / members / steps. The starts and ends must be on
 one clock: ranks of one host, or traces whose clocks were aligned. A negative transfer
 (a member finished before the last one arrived) says they are not, or that the collective
 does not synchronise its members; such instances are counted (``negative``). Units: µs.
@@ -30,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from echo_sim.cost.comm_profile import STALL_US
 from echo_sim.errors import EchoError
 from echo_sim.trace.graph import match_instances
 from echo_sim.trace.model import COLLECTIVES, Trace
@@ -54,6 +58,7 @@ class CollectiveAnatomy:
     lag_mean_us: float
     per_step_us: float  # Σ own / members / steps: what a typical member pays per step
     negative: int  # instances whose transfer is < 0
+    stalled: float = 0.0  # fraction of instances with transfer >= median + STALL_US
 
 
 @dataclass(frozen=True)
@@ -125,6 +130,7 @@ def comm_anatomy(trace: Trace) -> CommAnatomy:
             wait_mean_us=float(np.mean(wait[sel])), transfer_mean_us=float(np.mean(t)),
             transfer_median_us=float(np.median(t)),
             transfer_p90_us=float(np.percentile(t, 90)), lag_mean_us=float(np.mean(lag[sel])),
-            per_step_us=own * len(ids) / steps, negative=int(np.sum(t < 0))))
+            per_step_us=own * len(ids) / steps, negative=int(np.sum(t < 0)),
+            stalled=float(np.mean(t >= np.median(t) + STALL_US))))
     out.sort(key=lambda r: (-r.per_step_us, r.collective, r.nbytes))
     return CommAnatomy(steps=steps, rows=out)

@@ -38,10 +38,11 @@ def render(an: CommAnatomy, *, head: int | None) -> str:
     rows = an.rows if head is None else an.rows[:head]
     lines.append(format_table(
         ["collective", "group", "bytes", "per_step", "own_us", "wait_us", "transfer_mean",
-         "transfer_median", "transfer_p90", "lag_us", "per_step_us"],
+         "transfer_median", "transfer_p90", "stalled", "lag_us", "per_step_us"],
         [[r.collective, str(r.group_size), f"{r.nbytes:,}", f"{r.per_step:g}",
           fmt_us(r.own_mean_us), fmt_us(r.wait_mean_us), fmt_us(r.transfer_mean_us),
-          fmt_us(r.transfer_median_us), fmt_us(r.transfer_p90_us), fmt_us(r.lag_mean_us),
+          fmt_us(r.transfer_median_us), fmt_us(r.transfer_p90_us), f"{r.stalled:.0%}",
+          fmt_us(r.lag_mean_us),
           fmt_us(r.per_step_us)] for r in rows],
         title="\nCollectives (costliest per step first)", left=1))
     neg = sum(r.negative for r in an.rows)
