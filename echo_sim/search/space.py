@@ -40,8 +40,9 @@ Heterogeneous layouts (``SearchSpace(heterogeneous=True)``, ``search --heterogen
   the count at most ``|degrees|² · pp`` per ``pp`` (the stage split then balances each
   stage at its own degree); not with interleaved virtual stages.
 
-What the simulator cannot express, and so the space does not offer: uneven pipeline stages; stages of different data-parallel degrees
-(re-sharding the activations between them).
+What the simulator cannot express, and so the space does not offer: uneven pipeline
+stages; stages of different data-parallel degrees (re-sharding the activations between
+them).
 """
 
 from __future__ import annotations
