@@ -292,10 +292,14 @@ def _tp_comm_by_op(res: Any) -> np.ndarray:
 def host_costs(space: SearchSpace) -> bool:
     """True when simulate puts calibrated host costs (DDP's reducer, FSDP2's hooks, DTensor)
     on the operators: a CPU target priced with a communication profile."""
+    return space.comm_profile is not None and _cpu_target(space)
+
+
+def _cpu_target(space: SearchSpace) -> bool:
+    """The space's cluster is CPU hosts (gloo), not GPUs."""
     from echo_sim.cost.hardware import CLUSTERS
 
-    return space.comm_profile is not None and \
-        CLUSTERS[space.cluster.strip().lower()].gpu.name == "cpu"
+    return CLUSTERS[space.cluster.strip().lower()].gpu.name == "cpu"
 
 
 def probe_ops(workload: Any, layout: ParallelLayout, space: SearchSpace, *,
@@ -324,9 +328,7 @@ def probe_ops(workload: Any, layout: ParallelLayout, space: SearchSpace, *,
     if res.built is None:  # pragma: no cover - keep=True always keeps it
         raise ConfigError("simulate kept no task graph for the probe")
     plan = res.built.plan
-    from echo_sim.cost.hardware import CLUSTERS
-
-    is_cpu = CLUSTERS[space.cluster.strip().lower()].gpu.name == "cpu"
+    is_cpu = _cpu_target(space)
     t = np.array(plan.time_us, dtype=float)
     return OpProbe(workload=workload, tp=layout.tp, micro_batch=layout.micro_batch,
                    recompute=layout.recompute, sp=layout.sp, time_us=t,
