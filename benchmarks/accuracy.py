@@ -288,6 +288,20 @@ def _rep_spread_pct(values: list[float]) -> float:
     return 100.0 * (max(values) - min(values)) / 2 / med if med else 0.0
 
 
+def paired_error(errors_pct: list[float]) -> tuple[float, float]:
+    """The median of the repetitions' own errors (each prediction against the job run
+    beside it, so drift of the host between repetitions cancels), and half their
+    inter-quartile range (percentage points; fewer than 4: half the range)."""
+    if not errors_pct:
+        return 0.0, 0.0
+    med = statistics.median(errors_pct)
+    if len(errors_pct) < 2:
+        return med, 0.0
+    q1, _, q3 = statistics.quantiles(errors_pct, n=4) if len(errors_pct) >= 4 else (
+        min(errors_pct), med, max(errors_pct))
+    return med, (q3 - q1) / 2
+
+
 def _mem_delta(recs: list[dict[str, Any]]) -> int:
     key = "peak_cuda_allocated_bytes" if recs[0].get("peak_cuda_allocated_bytes") else None
     if key:
@@ -674,11 +688,14 @@ def _summarise(cases: tuple[Case, ...], raw: dict[str, list[dict[str, Any]]],
             noise = max(_rep_spread_pct([r["measured_us"] for r in ok]),
                         statistics.median(r.get("step_spread_pct", 0.0) for r in ok), pspread)
             err = _err_pct(p, m)
+            paired, paired_spread = paired_error([r["error_pct"] for r in ok])
             row.update(measured_us=round(m, 1), predicted_us=round(p, 1),
                        error_pct=round(err, 2), noise_pct=round(noise, 2),
                        prediction_spread_pct=round(pspread, 2),
                        within_noise=abs(err) <= noise,
                        rep_errors_pct=[r["error_pct"] for r in ok],
+                       paired_error_pct=round(paired, 2),
+                       paired_half_iqr_pct=round(paired_spread, 2),
                        **_second(ok, m),
                        measured_mem_delta_bytes=int(mm), predicted_mem_delta_bytes=int(pm),
                        mem_error_pct=round(_err_pct(pm, mm), 2))
@@ -787,18 +804,21 @@ def table(doc: dict[str, Any]) -> str:
     """The markdown table of a result document, each row's spread and load, then the
     per-layout medians, the machine's load and each row's simulate command."""
     lines = ["| layout | model | procs | measured ms | predicted ms | error % (spread) "
-             "| per-rep error % | load 1-min | mem measured MiB | mem predicted MiB "
-             "| mem error % |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| paired % | per-rep error % | load 1-min | mem measured MiB "
+             "| mem predicted MiB | mem error % |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in doc["cases"]:
         if "error_pct" not in r:
             lines.append(f"| {r['layout']} | {r['model']} | {r['nproc']} | failed: "
-                         f"{r['error'][:90]} | | | | {_load_range(r)} | | | |")
+                         f"{r['error'][:90]} | | | | | {_load_range(r)} | | | |")
             continue
         reps = ", ".join(f"{e:+.1f}" for e in r["rep_errors_pct"])
+        paired = (f"{r['paired_error_pct']:+.1f} ±{r['paired_half_iqr_pct']:.1f}"
+                  if "paired_error_pct" in r else "-")
         lines.append(
             f"| {r['layout']} | {r['model']} | {r['nproc']} | {r['measured_us'] / 1e3:.2f} | "
-            f"{r['predicted_us'] / 1e3:.2f} | {_verdict(r)} | {reps} | {_load_range(r)} | "
+            f"{r['predicted_us'] / 1e3:.2f} | {_verdict(r)} | {paired} | {reps} | "
+            f"{_load_range(r)} | "
             f"{_mib(r['measured_mem_delta_bytes'])} | {_mib(r['predicted_mem_delta_bytes'])} | "
             f"{r['mem_error_pct']:+.1f} |")
     lines += ["", "| layout | median \\|time error\\| % | median noise % | median \\|memory "

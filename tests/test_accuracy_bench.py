@@ -290,6 +290,8 @@ def test_merge_pools_the_runs_repetitions(tmp_path: Path) -> None:
     # the median over all six repetitions, and their spread as the noise
     assert row["rep_errors_pct"] == [20.0, 22.0, 24.0, -2.0, 0.0, 2.0]
     assert row["error_pct"] == pytest.approx(11.0)
+    # each repetition against its own job: the median of the six paired errors
+    assert (row["paired_error_pct"], row["paired_half_iqr_pct"]) == (11.0, 11.5)
     # two runs that disagree by 22 points: their predictions' spread is the noise, and no
     # error inside it is claimed (one run alone would have claimed +22 %)
     assert row["noise_pct"] == pytest.approx(row["prediction_spread_pct"]) and \
@@ -346,7 +348,7 @@ def test_table_says_every_rows_spread_load_and_command() -> None:
     # an error outside the noise still says the spread it was judged against, and the
     # predictions' spread beside it
     assert (f"| fsdp | bert | 2 | 51.00 | 60.50 | +18.6 (spread 2.0%; predictions "
-            f"±{row['prediction_spread_pct']:.1f}%) | +20.0, +17.3 | 0.4..1.9 "
+            f"±{row['prediction_spread_pct']:.1f}%) | +18.6 ±1.4 | +20.0, +17.3 | 0.4..1.9 "
             "| 10.0 | 11.0 | +10.0 |") in text
     assert "| ddp | resnet | 2 | failed: SimulateError: boom |" in text
     assert "1-min load average 0.4..1.9 during the runs" in text

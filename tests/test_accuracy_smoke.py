@@ -87,7 +87,7 @@ def test_summary_medians_and_table() -> None:
     assert tp["error"] == "boom" and doc["per_layout"]["tp"]["median_abs_error_pct"] is None
     text = table(doc)
     assert "| ddp | tiny | 2 | 0.11 | 0.10 | within noise (spread 20.2%; predictions " \
-        "±20.2%) | -10.0, +8.3, -10.0 | - | 100.0 | 110.0 | +10.0 |" in text
+        "±20.2%) | -10.0 ±9.2 | -10.0, +8.3, -10.0 | - | 100.0 | 110.0 | +10.0 |" in text
     # the same predictions without their spread: the measured runs' 9.09 % decides
     steady = [{**r, "predicted_us": 99.0, "error_pct": _err_pct(99.0, r["measured_us"])}
               for r in reps]

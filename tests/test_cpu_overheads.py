@@ -325,6 +325,10 @@ def test_skew_slope_and_collective_correction(prof: CommProfile) -> None:
                                                    "sync_us": [100.0 - 0.01 * w for w in work]})
     assert skew(flat).kappa == 0.0  # type: ignore[union-attr]
     assert skew(dataclasses.replace(prof, calibration={})) is None
+    # a busy profile timed on the last arrival holds no skew of its own: nothing taken off
+    last = skew(dataclasses.replace(synth, run_time="last_arrival"))
+    assert last is not None and last.w_busy_us == 0.0
+    assert last.collective_us(1500.0, 800.0) == pytest.approx(1700.0)
 
 
 def test_simulate_prices_dtensor_calls_by_their_activation_bytes(mesh_prof: CommProfile,

@@ -20,6 +20,7 @@ from echo_sim.measure.profile_comm import (
     DEFAULT_SIZES,
     PROFILE_OPS,
     ProfileSpec,
+    _run_time,
     measure_comm_profile,
     other_load,
     parse_size,
@@ -172,6 +173,21 @@ def test_busy_mode_records_compute_contention() -> None:
 
 @pytest.mark.slow
 @pytest.mark.timeout(150)
+def test_busy_mode_calibrates_the_host_on_the_idle_modes_work() -> None:
+    """The host calibration (contention, skew) runs its own ~5 ms work in either mode, not
+    busy mode's lead-in work, so the calibration does not depend on how collectives were
+    timed; with it, busy-mode collectives are timed on the last arrival (the transfer)."""
+    prof = measure_comm_profile(ProfileSpec(nproc=2, sizes_bytes=(4096,), iters=2, warmup=1,
+                                            ops=("all_reduce",), backend="gloo",
+                                            progress=False, busy_us=200.0, timeout_s=140))
+    assert prof.run_time == "last_arrival"
+    (lead_in, _), = prof.samples[("compute_alone", 2)]
+    (calibration_work,) = prof.calibration["contention_work_products"]
+    assert calibration_work > 5 * lead_in  # ~5000 us of products against ~200
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(150)
 def test_gloo_profile_carries_host_calibration() -> None:
     """gloo on CPU: the host microbenchmarks run in the same processes, raw samples kept."""
     from echo_sim.cost.cpu_overheads import (
@@ -231,6 +247,19 @@ def test_gloo_profile_carries_host_calibration() -> None:
     # with the rank-skew calibration a run is timed on its last-arriving rank (the transfer
     # alone: simulate adds the job's skew); without it, on its slowest rank
     assert prof.run_time == "last_arrival" and off.run_time == "slowest"
+
+
+@pytest.mark.parametrize(("busy_us", "host", "backend", "clock"), [
+    (0.0, True, "gloo", "last_arrival"), (2000.0, True, "gloo", "last_arrival"),
+    (2000.0, False, "gloo", "rank_mean"), (0.0, False, "gloo", "slowest"),
+    (2000.0, True, "nccl", "slowest"), (0.0, True, "nccl", "slowest")])
+def test_run_clock_is_the_transfer_wherever_simulate_adds_the_skew(
+        busy_us: float, host: bool, backend: str, clock: str) -> None:
+    """With gloo's host calibrations simulate adds the job's rank skew to every collective,
+    so a run is the transfer alone (last arrival) in busy mode too: the ranks' mean would
+    count half the busy work's arrival gap a second time."""
+    spec = ProfileSpec(nproc=2, busy_us=busy_us, host_overheads=host, backend=backend)
+    assert _run_time(spec, backend) == clock
 
 
 def test_ranks_run_one_thread_each_unless_the_user_says(monkeypatch: pytest.MonkeyPatch

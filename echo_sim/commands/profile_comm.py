@@ -99,9 +99,10 @@ COMMAND = Command(
             help="kill every process after this many seconds (default 600)"),
         arg("--busy-us", type=float_in(0.0, 1e6), default=0.0,
             help="busy mode for ranks that share CPU cores (gloo on CPU): before each timed "
-                 "collective every rank computes for about this many microseconds, as in "
-                 "training, so the times include peer skew and core contention; also records "
-                 "the compute slowdown of ranks running at once (default 0: idle mode)"),
+                 "collective every rank computes for about this many microseconds instead of "
+                 "a barrier, as in training (on a shared host what precedes a collective "
+                 "changes how often it stalls); also records the compute slowdown of ranks "
+                 "running at once (default 0: idle mode)"),
         arg("--no-host-overheads", action="store_true",
             help="gloo on CPU: skip the host microbenchmarks (compute contention, DTensor "
                  "dispatch, DTensor optimizer, FSDP2 hooks) that simulate calibrates from"),

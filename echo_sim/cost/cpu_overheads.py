@@ -330,9 +330,11 @@ def skew(profile: CommProfile | None) -> Skew | None:
     tm = sum(t for _, t in pts) / len(pts)
     den = sum((w - wm) ** 2 for w, _ in pts)
     kappa = max(sum((w - wm) * (t - tm) for w, t in pts) / den, 0.0) if den > 0 else 0.0
-    # busy mode (``profile-comm --busy-us``) times each collective right after the work, so
-    # its times hold the profile's own skew; an idle-mode profile's (barrier first) do not
-    busy_mode = any(op == "compute" for op, _ in profile.samples) if profile else False
+    # a busy-mode profile (``profile-comm --busy-us``) timed on its slowest rank or as the
+    # ranks' mean holds the profile's own skew; one timed on the last arrival (the transfer
+    # alone) or an idle-mode one (barrier first) does not
+    busy_mode = profile is not None and profile.run_time != "last_arrival" and any(
+        op == "compute" for op, _ in profile.samples)
     w_busy = statistics.median(busy) if busy_mode else 0.0
     return Skew(kappa=kappa, w_busy_us=w_busy, samples=len(sync), note=(
         f"rank skew: a synchronisation waits {kappa * 1e3:.1f} us per ms of compute before "

@@ -10,7 +10,9 @@ spread:
 
 * ``contention_alone_us`` / ``contention_busy_us``: the same fixed compute on rank 0 while
   the other ranks block in a collective, then on every rank at once — interleaved round by
-  round, so that host load drifting during the measurement hits both alike;
+  round, so that host load drifting during the measurement hits both alike (the work:
+  ``contention_work_products`` matrix products, about 5 ms alone, the same in either
+  profiling mode; recorded by :mod:`echo_sim.measure.profile_comm`);
 * ``tp_fw_cpu_us`` / ``tp_bw_cpu_us`` and ``tp_plain_fw_cpu_us`` / ``tp_plain_bw_cpu_us``
   at the activation sizes ``tp_act_bytes`` (sample ``i`` is size ``i % len(tp_act_bytes)``):
   forward and backward of a column- + row-parallel Linear pair (``parallelize_module`` with

@@ -30,14 +30,19 @@ A hard timeout kills every process.
 Busy mode (``busy_us > 0``), for hosts where the ranks share CPU cores (gloo on CPU): each
 timed run is preceded, instead of a barrier, by the same fixed amount of compute on every
 rank (``busy_us`` of matrix products when one rank runs them alone), as in training, where
-ranks reach a collective straight from compute. A run's time is then, on gloo, the mean over
-the ranks of each one's own time (``"run_time": "rank_mean"``: what a synchronous job pays
-per collective, the transfer plus half the arrival gap and half the exit gap of two ranks),
-so it includes the wait for a peer that was descheduled or slowed down, which an idle
-barrier-aligned profile hides. (Measured side by side on the same jobs, ``benchmarks/
-accuracy.py --second-profile-busy-us``, busy mode over-predicted the BERT and Llama rows by
-11-49 % on a 2-core host where idle mode stayed mostly within ±12 %: the busy loop waits on a
-stalled peer more often than those jobs do. Idle mode stays the default.)
+ranks reach a collective straight from compute. With the host calibrations a run is, as in
+idle mode, the last-arriving rank's own time (the transfer alone; simulate adds the job's
+rank skew from the calibration); without them, the mean over the ranks of each one's own
+time (``"run_time": "rank_mean"``: what a synchronous job pays per collective, the transfer
+plus half the arrival gap and half the exit gap of two ranks). What precedes a collective
+changes how often it stalls on a shared host: on the 2-core virtual machine this project
+is measured on, a 774 KiB all-gather right after a barrier stalled (>= 2 ms over its median)
+in 24-30 % of runs and right after 0.5-8 ms of compute in 3-12 %, as the FSDP2 jobs'
+all-gathers did (1-11 % of their most frequent size in the four held-out families); all-reduce and reduce-scatter stalled 14-39 % either way (an
+interleaved probe, 80-100 runs per mode). (Measured side by side on the same jobs,
+``benchmarks/accuracy.py --second-profile-busy-us``, busy mode timed as the ranks' mean
+over-predicted the BERT and Llama rows by 11-49 % where idle mode stayed mostly within
+±12 %: the mean holds half the busy work's arrival gap on top of the skew simulate adds.)
 Every timed run is kept in the profile (``runs_us``, per size; a ping-pong halved).
 Busy mode also records the compute contention as two extra rows keyed by the number of
 matrix products: ``compute_alone`` (rank 0 running the work alone, the others waiting in a
@@ -212,23 +217,24 @@ def _make_op(op: str, numel: int, rank: int, nproc: int, device: Any, group: Any
 
 
 def _run_time(spec: ProfileSpec, backend: str) -> str:
-    """Which clock a run's time is (the profile's ``"run_time"``): ``"rank_mean"`` in busy
-    mode on gloo (the mean over the member ranks of each one's own time: a synchronous job
-    pays that per collective, the transfer plus half the arrival and exit gaps of two
-    ranks), ``"last_arrival"`` in idle mode on gloo with the host calibrations
-    (:func:`_transfer_only`), else ``"slowest"``."""
-    if backend == "gloo" and spec.busy_us > 0:
-        return "rank_mean"
-    return "last_arrival" if _transfer_only(spec, backend) else "slowest"
+    """Which clock a run's time is (the profile's ``"run_time"``): ``"last_arrival"`` on
+    gloo with the host calibrations (:func:`_transfer_only`), in either mode;
+    ``"rank_mean"`` in busy mode on gloo without them (the mean over the member ranks of
+    each one's own time: a synchronous job pays that per collective, the transfer plus half
+    the arrival and exit gaps of two ranks); else ``"slowest"``."""
+    if _transfer_only(spec, backend):
+        return "last_arrival"
+    return "rank_mean" if backend == "gloo" and spec.busy_us > 0 else "slowest"
 
 
 def _transfer_only(spec: ProfileSpec, backend: str) -> bool:
     """Whether a run's time is its last-arriving rank's (the transfer alone) rather than its
-    slowest rank's: gloo in idle mode with the host calibrations, whose rank-skew probe
-    prices the waits for a late peer that simulate adds to every collective
+    slowest rank's or the ranks' mean: gloo with the host calibrations, whose rank-skew
+    probe prices the waits for a late peer that simulate adds to every collective
     (:func:`echo_sim.cost.cpu_overheads.skew`). The slowest rank's time after a barrier
-    holds the barrier's own exit skew, which the job does not pay beside its own."""
-    return backend == "gloo" and spec.host_overheads and spec.busy_us <= 0
+    holds the barrier's own exit skew, and the ranks' mean after busy work half the work's
+    arrival gap, which the job does not pay beside its own."""
+    return backend == "gloo" and spec.host_overheads
 
 
 def _plan(spec: ProfileSpec) -> list[tuple[str, int]]:
@@ -312,7 +318,7 @@ def _worker(rank: int, nproc: int, store_path: str, backend: str, spec: ProfileS
             results.extend(busy.rows(busy_times))
         calibration: dict[str, list[float]] = {}
         if spec.host_overheads and backend == "gloo":
-            calibration = _host_overheads(spec, rank, nproc, device, busy)
+            calibration = _host_overheads(spec, rank, nproc, device)
         if rank == 0:
             name = torch.cuda.get_device_name(device) if backend == "nccl" else _cpu_name()
             out = {"backend": backend, "device": "cuda" if backend == "nccl" else "cpu",
@@ -366,15 +372,19 @@ class _Busy:
                                                    strict=True)]
 
 
-def _host_overheads(spec: ProfileSpec, rank: int, nproc: int, device: Any,
-                    busy: _Busy | None) -> dict[str, list[float]]:
+def _host_overheads(spec: ProfileSpec, rank: int, nproc: int, device: Any
+                    ) -> dict[str, list[float]]:
     """Every rank's samples of :func:`~echo_sim.measure.host_overheads.measure_host_overheads`,
-    pooled (``contention_alone_us``: rank 0's only, as it is the only one measuring)."""
+    pooled (``contention_alone_us``: rank 0's only, as it is the only one measuring). The
+    contention and skew rounds run the same fixed work (``_CONTENTION_WORK_US``) in either
+    mode, so the host's calibration does not depend on how the collectives were timed
+    (busy mode's own work, before: the skew slope fitted on 2 ms of work came out 2.4 times
+    the one fitted on 5 ms, minutes apart on the same host)."""
     import torch.distributed as dist
 
     from echo_sim.measure.host_overheads import CONFIG_KEYS, measure_host_overheads
 
-    work = busy or _busy_setup(replace(spec, busy_us=_CONTENTION_WORK_US), rank, nproc, device)
+    work = _busy_setup(replace(spec, busy_us=_CONTENTION_WORK_US), rank, nproc, device)
     mine = measure_host_overheads(rank, nproc, work.run)
     every: list[Any] = [None] * nproc
     dist.all_gather_object(every, mine)
@@ -384,6 +394,7 @@ def _host_overheads(spec: ProfileSpec, rank: int, nproc: int, device: Any,
             if k in CONFIG_KEYS and r:  # the same on every rank
                 continue
             pooled.setdefault(k, []).extend(float(x) for x in v)
+    pooled["contention_work_products"] = [float(work.reps)]
     return pooled
 
 
