@@ -401,6 +401,22 @@ def _predict(trace: Path, case: Case, comm_profile: Path, timeline: Path | None,
     }
 
 
+def _replay(timeline: Path, comm_profile: Path, out: Path, *, root: Path,
+            timeout: float = 300.0) -> tuple[Path, list[str]]:
+    """``python -m echo_sim replay-comm TIMELINE --comm-profile P --output OUT`` in ``root``
+    (the case's collectives as its simulated step meets them, over ``comm_profile``); the
+    profile written and the argv. Raises :class:`SimulateError` when the command fails."""
+    from tests.harness import run_python
+
+    argv = [*SIMULATE[:3], "replay-comm", _rel(timeline, root), "--comm-profile",
+            _rel(comm_profile, root), "--output", _rel(out, root), "--force", "--json"]
+    proc = run_python(argv[1:], timeout=timeout, cwd=root)
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-2:]
+        raise SimulateError(f"replay-comm exit {proc.returncode}: {' | '.join(tail)}", argv)
+    return out, argv
+
+
 def _collect_figures(path: Path) -> dict[str, float]:
     from echo_sim.analysis.collect import collect
     from echo_sim.load import load_trace
@@ -423,6 +439,7 @@ def _loadavg() -> list[float]:
 def run_benchmark(cases: tuple[Case, ...], *, reps: int, steps: int, warmup: int, root: Path,
                   diagnose: bool, profile_sizes: str = "1KB..16MB", profile_iters: int = 15,
                   profile_busy_us: float = 0.0, second_busy_us: float | None = None,
+                  second_replay: bool = False,
                   comm_profile: Path | None = None, plain_single: bool = True,
                   timeout: float = 300, cluster: str | None = None,
                   log: Any = sys.stderr) -> dict[str, Any]:
@@ -489,9 +506,16 @@ def run_benchmark(cases: tuple[Case, ...], *, reps: int, steps: int, warmup: int
                 row: dict[str, Any] = {"rep": rep}
                 dg = diagnose and rep == 0
                 try:
+                    timeline = base / f"{case.layout}-sim"
                     pred = _predict(base / "trace", case, comm,
-                                    base / f"{case.layout}-sim" if dg else None, cluster,
+                                    timeline if dg or second_replay else None, cluster,
                                     root=root, timeout=timeout)
+                    if second_replay:
+                        # the case's own collectives, replayed as its simulated step meets
+                        # them, over this repetition's profile
+                        comm_b, row["replay_argv"] = _replay(
+                            timeline, comm, base / f"{case.layout}-replay.json", root=root,
+                            timeout=timeout)
                     pred_b = (_predict(base / "trace", case, comm_b, None, cluster, root=root,
                                        timeout=timeout) if comm_b is not None else None)
                     row["load_avg_before"] = _loadavg()
@@ -553,7 +577,11 @@ def run_benchmark(cases: tuple[Case, ...], *, reps: int, steps: int, warmup: int
         (f"busy mode, {profile_busy_us:g} us of compute before each timed collective"
          if profile_busy_us > 0 else "idle mode, a barrier before each timed collective")
         + f", {profile_iters} timed runs per size")
-    if second_busy_us is not None:
+    if second_replay:
+        doc["method"]["second_comm_profile"] = (
+            "replay-comm of each case's simulated timeline (simulate --output), 10 timed "
+            "repetitions of its step, over the repetition's profile")
+    elif second_busy_us is not None:
         doc["method"]["second_comm_profile"] = (
             f"busy mode, {second_busy_us:g} us" if second_busy_us > 0 else "idle mode")
     return doc
@@ -866,6 +894,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--second-profile-busy-us", type=float, default=None, metavar="US",
                    help="also measure a second profile per repetition in this mode (0: idle) "
                         "and report each case's error from it beside the first's")
+    p.add_argument("--second-profile-replay", action="store_true",
+                   help="also predict every case from a replay-comm profile: its simulated "
+                        "step's collectives replayed on this host over the repetition's "
+                        "profile; each case's error from it is reported beside the first's")
     p.add_argument("--profile-iters", type=int, default=15, metavar="N",
                    help="timed runs per size of the per-repetition profile (default 15)")
     p.add_argument("--profile-sizes", default="1KB..16MB",
@@ -903,6 +935,9 @@ def main(argv: list[str] | None = None) -> int:
             p.error(f"--{name.replace('_', '-')} must be >= 1")
     if not 0 <= a.warmup < a.steps:
         p.error(f"--warmup {a.warmup} must be in 0..--steps - 1")
+    if a.second_profile_replay and a.second_profile_busy_us is not None:
+        p.error("--second-profile-replay and --second-profile-busy-us: choose one second "
+                "profile")
     cases = tuple(Case(layout=c.layout, size=c.size, nproc=a.nproc) for c in CASES
                   if c.layout in layouts and c.size in sizes)
     if "tiny" in sizes:
@@ -937,6 +972,7 @@ def main(argv: list[str] | None = None) -> int:
                             diagnose=a.diagnose, profile_sizes=a.profile_sizes,
                             profile_busy_us=a.profile_busy_us,
                             second_busy_us=a.second_profile_busy_us,
+                            second_replay=a.second_profile_replay,
                             profile_iters=a.profile_iters,
                             comm_profile=Path(a.comm_profile) if a.comm_profile else None,
                             plain_single=not a.no_plain_single, timeout=a.timeout,

@@ -25,6 +25,7 @@ from benchmarks.accuracy import (
     main,
     table,
 )
+from echo_sim.cost.comm_profile import load_comm_profile
 
 __all__: list[str] = []
 
@@ -106,15 +107,18 @@ def test_pipeline_end_to_end_on_a_tiny_model(tmp_path: Path,
     out = tmp_path / "accuracy.json"
     assert main(["--sizes", "tiny", "--layouts", "ddp", "--reps", "1", "--steps", "5",
                  "--warmup", "2", "--profile-sizes", "1KB,4KB", "--profile-iters", "5",
-                 "--second-profile-busy-us", "500", "--keep",
+                 "--second-profile-replay", "--keep",
                  str(tmp_path / "work"), "--output", str(out)]) == 0
     doc = json.loads(out.read_text())
     assert doc["benchmark"] == "accuracy"
     assert {"platform", "cpu_count", "torch", "load_avg_1min_at_runs"} <= set(doc["machine"])
     assert (tmp_path / "work" / "rep0" / "comm.json").is_file()  # one profile per repetition
-    # the second profile (busy mode here) measured beside it predicts the same jobs
-    assert (tmp_path / "work" / "rep0" / "comm-b.json").is_file()
-    assert "busy mode, 500 us" in doc["method"]["second_comm_profile"]
+    # the second profile (a replay of the case's simulated step over the first) predicts
+    # the same jobs, through the commands a user runs
+    replayed = tmp_path / "work" / "rep0" / "tiny" / "ddp-replay.json"
+    assert load_comm_profile(replayed).replay
+    assert (tmp_path / "work" / "rep0" / "tiny" / "ddp-sim").is_dir()
+    assert "replay-comm" in doc["method"]["second_comm_profile"]
     assert (tmp_path / "work" / "rep0" / "tiny" / "trace" / "0_0" / "trace.json").is_file()
     (case,) = doc["cases"]
     assert case["case"] == "ddp/tiny", case
@@ -132,7 +136,8 @@ def test_pipeline_end_to_end_on_a_tiny_model(tmp_path: Path,
         100 * (case["second_predicted_us"] - case["measured_us"]) / case["measured_us"],
         abs=0.01)
     assert rep["second_error_pct"] == case["second_rep_errors_pct"][0]
-    assert "Second profile (busy mode, 500 us), the same jobs: ddp tiny" in table(doc)
+    assert rep["replay_argv"][3:5] == ["replay-comm", "rep0/tiny/ddp-sim"]
+    assert "Second profile (replay-comm of each case's simulated timeline" in table(doc)
     assert doc["single_traces"][0]["rss_before_model_bytes"] > 0
     # the kept run predicts again with today's models, measurements reused as they are
     again = tmp_path / "again.json"

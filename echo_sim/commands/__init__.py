@@ -24,6 +24,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "search",
     "synth",
     "profile_comm",
+    "replay_comm",
     "export",
     "convert",
 )

@@ -197,6 +197,9 @@ class CommProfile:
     run_time: str = "slowest"
     # per (op, group_size): every timed run of each size, µs (empty: not recorded)
     runs_us: dict[Key, list[list[float]]] = field(default_factory=dict)
+    # which operations were replayed from a job's trace (echo_sim.measure.comm_replay), and
+    # from which; empty for a looped profile
+    replay: str = ""
 
     def untrusted(self, max_pct: float = MAX_STDERR_PCT) -> str | None:
         """Why the measured times cannot be trusted (None: they can, or the profile records
@@ -254,6 +257,7 @@ class CommProfile:
             "created": self.created, "cpu_count": self.cpu_count,
             "threads_per_rank": self.threads_per_rank, "load_avg": self.load_avg,
             "run_time": self.run_time,
+            **({"replay": self.replay} if self.replay else {}),
             "calibration": {k: [round(x, 3) for x in v] for k, v in self.calibration.items()},
             "ops": [
                 {"op": op, "group_size": n,
@@ -369,6 +373,7 @@ def load_comm_profile(path: str | os.PathLike[str]) -> CommProfile:
         calibration={str(k): [float(x) for x in v] for k, v in calibration.items()},
         stderr_pct=stderr, runs_us=runs,
         run_time=str(raw.get("run_time", "slowest")),
+        replay=str(raw.get("replay", "")),
     )
 
 

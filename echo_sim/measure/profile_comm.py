@@ -54,13 +54,11 @@ barrier) and ``compute`` (all ranks running it at once, the median over ranks an
 from __future__ import annotations
 
 import json
-import logging
 import os
 import re
 import socket
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -69,7 +67,7 @@ from pathlib import Path
 from typing import Any
 
 from echo_sim.cost.comm_profile import CommProfile, trimmed_mean, trimmed_stderr_pct
-from echo_sim.errors import ConfigError, ProfileError
+from echo_sim.errors import ConfigError
 
 __all__ = [
     "other_load",
@@ -466,52 +464,18 @@ def other_load(window_s: float = 0.5) -> float:
     return max(busy, 0.0) * (os.cpu_count() or 1)
 
 
-def _one_line(text: str) -> str:
-    lines = [ln.strip() for ln in str(text).strip().splitlines() if ln.strip()]
-    return lines[-1] if lines else "unknown error"
-
-
 def measure_comm_profile(spec: ProfileSpec | None = None) -> CommProfile:
     """Measure collectives in ``spec.nproc`` fresh processes; returns the fitted profile.
 
     Raises :class:`ProfileError` if a process fails or the run exceeds ``spec.timeout_s``.
     """
-    import torch.multiprocessing as mp
-    from torch.multiprocessing.spawn import ProcessException
+    from echo_sim.measure.ranks import run_ranks
 
     spec = spec or ProfileSpec()
     backend = _pick_backend(spec)
     load_avg = other_load()  # the host's other load, before our processes start
-    with tempfile.TemporaryDirectory(prefix="echo-profile-comm-") as d:
-        result_path = os.path.join(d, "result.json")
-        ctx = mp.start_processes(
-            _worker, args=(spec.nproc, os.path.join(d, "store"), backend, spec, result_path),
-            nprocs=spec.nproc, join=False, start_method="spawn",
-        )
-        deadline = time.monotonic() + spec.timeout_s
-        try:
-            while not ctx.join(timeout=0.5):
-                if time.monotonic() > deadline:
-                    raise ProfileError(f"profile-comm: processes still running after "
-                                       f"{spec.timeout_s:g} s (--timeout); killed")
-        except ProcessException as e:
-            if not os.path.exists(result_path):
-                raise ProfileError(f"profile-comm: a {backend} process failed: "
-                                   f"{_one_line(str(e))}") from None
-            # rank 0 writes the result only after every rank's samples are gathered: a
-            # process that died afterwards (in gloo's teardown) lost nothing
-            logging.getLogger("echo_sim").warning(
-                "profile-comm: a %s process failed after the measurement was complete "
-                "(%s); keeping the result", backend, _one_line(str(e)))
-        finally:
-            for p in ctx.processes:
-                if p.is_alive():
-                    p.kill()
-                    p.join(5)
-        try:
-            raw = json.loads(Path(result_path).read_text())
-        except (OSError, json.JSONDecodeError) as e:
-            raise ProfileError(f"profile-comm: rank 0 wrote no result ({e})") from None
+    raw = run_ranks(_worker, (backend, spec), nproc=spec.nproc, timeout_s=spec.timeout_s,
+                    what="profile-comm", backend=backend)
     samples = {
         (r["op"], int(r["group_size"])): list(zip(r["sizes_bytes"], r["times_us"], strict=True))
         for r in raw["ops"]
