@@ -31,6 +31,7 @@ from echo_sim.trace.outfiles import OutputError, atomic_output, atomic_write, ou
 
 DATA = Path(__file__).parent / "data" / "load" / "echo_2rank"
 TRACE = "{trace}"  # in an Output's argv: the copy of DATA in the case's directory
+HOST_PROFILE = Path(__file__).parent / "data" / "comm" / "gloo2_host.json"
 TIMEOUT_S = 60
 SYNTH = ("synth", "--layers", "2", "--hidden", "64", "--heads", "2", "--seq", "32",
          "--vocab", "100")
@@ -41,7 +42,8 @@ class Output:
     """One output of a command: ``argv`` without the output path, the ``flag`` its errors
     name, the target's ``name``. ``in_trace``: the path is implied (bare ``--xlsx``, combine's
     default), the target lies in the trace directory and ``argv`` names none. ``measures``:
-    a real run measures collectives (profile-comm), so only its refusals are swept."""
+    a real run measures collectives (profile-comm, replay-comm), so only its refusals are
+    swept."""
 
     argv: tuple[str, ...]
     flag: str
@@ -83,6 +85,8 @@ OUTPUTS = (
     Output(("profile-comm", "--nproc", "2", "--sizes", "1KB", "--iters", "1", "--warmup", "0",
             "--ops", "all_reduce", "--no-host-overheads", "--no-progress"), "--output",
            "p.json", measures=True),
+    Output(("replay-comm", TRACE, "--comm-profile", str(HOST_PROFILE)), "--output", "p.json",
+           measures=True),
     Output(("simulate", TRACE), "--output", "out", directory=True),
     Output(SYNTH, "--output", "out", directory=True),
     Output(("report", TRACE), "--output", "o.html"),
