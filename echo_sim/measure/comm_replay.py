@@ -160,7 +160,7 @@ def _worker(rank: int, nproc: int, store_path: str, plan: dict[str, Any], clock:
     import torch
     import torch.distributed as dist
 
-    from echo_sim.measure.profile_comm import ProfileSpec, _busy_setup, _make_op, _numel
+    from echo_sim.measure.work import calibrate_busy, make_op, whole_numel
 
     if "OMP_NUM_THREADS" not in os.environ:
         torch.set_num_threads(1)  # as torchrun gives the job's workers (profile_comm)
@@ -168,11 +168,11 @@ def _worker(rank: int, nproc: int, store_path: str, plan: dict[str, Any], clock:
     dist.init_process_group("gloo", store=store, rank=rank, world_size=nproc)
     try:
         # products per µs, timed on rank 0 alone
-        calib = _busy_setup(ProfileSpec(nproc=nproc, busy_us=1000.0), rank, nproc, "cpu")
+        calib = calibrate_busy(1000.0, rank, nproc, "cpu")
         per_us = calib.reps / max(calib.alone_us, 1.0)
         runs = {}
         for op, nbytes in plan["kinds"]:
-            runs[(op, nbytes)] = _make_op(op, _numel(nbytes, nproc), rank, nproc, "cpu", None)
+            runs[(op, nbytes)] = make_op(op, whole_numel(nbytes, nproc), rank, nproc, "cpu", None)
         calls = [(runs[(c[0], c[1])], max(0, round(c[2] * per_us))) for c in plan["calls"]]
         tail = max(0, round(plan["tail_us"] * per_us))
         a, b = calib.a, calib.b

@@ -61,13 +61,14 @@ import statistics
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from echo_sim.cost.comm_profile import CommProfile, trimmed_mean, trimmed_stderr_pct
 from echo_sim.errors import ConfigError
+from echo_sim.measure.work import BusyWork, calibrate_busy, make_op, whole_numel
 
 __all__ = [
     "other_load",
@@ -89,7 +90,6 @@ COMPUTE_OPS: tuple[str, str] = ("compute_alone", "compute")
 """Busy-mode rows: (fixed compute work alone, the same work on all ranks at once)."""
 
 _CONTENTION_WORK_US = 5000.0  # the contention rounds' work when busy mode is off
-_BUSY_N = 96  # side of the float32 matrices the busy work multiplies (~0.2 MFLOP each)
 RUN_CUT = 0.1  # share of a size's runs left out at each end of its mean (trimmed_mean)
 
 _UNITS = {"": 1, "B": 1, "K": 1 << 10, "KB": 1 << 10, "KIB": 1 << 10, "M": 1 << 20,
@@ -176,44 +176,6 @@ class ProfileSpec:
 
 
 # ------------------------------------------------------------------------------ worker side
-def _numel(nbytes: int, nproc: int) -> int:
-    """float32 elements for ``nbytes``, a positive multiple of ``nproc``."""
-    return max(nproc, round(nbytes / 4 / nproc) * nproc)
-
-
-def _make_op(op: str, numel: int, rank: int, nproc: int, device: Any, group: Any) -> Any:
-    """A no-argument callable running ``op`` once over ``group`` (``nproc`` members; None:
-    the world) on preallocated tensors."""
-    import torch
-    import torch.distributed as dist
-
-    x = torch.ones(numel, dtype=torch.float32, device=device)
-    part = torch.empty(numel // nproc, dtype=torch.float32, device=device)
-    full = torch.empty(numel, dtype=torch.float32, device=device)
-    gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
-    scatter = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
-    if op == "all_reduce":
-        return lambda: dist.all_reduce(x, group=group)
-    if op == "all_gather":
-        return lambda: gather(full, part, group=group)  # whole output = numel
-    if op == "reduce_scatter":
-        return lambda: scatter(part, x, group=group)  # whole input = numel
-    if op == "all_to_all":
-        return lambda: dist.all_to_all_single(full, x, group=group)
-    if op == "broadcast":
-        return lambda: dist.broadcast(x, 0, group=group)
-
-    def ping_pong() -> None:  # send: ranks 0 <-> 1; others idle
-        if rank == 0:
-            dist.send(x, 1)
-            dist.recv(x, 1)
-        elif rank == 1:
-            dist.recv(x, 0)
-            dist.send(x, 0)
-
-    return ping_pong
-
-
 def _run_time(spec: ProfileSpec, backend: str) -> str:
     """Which clock a run's time is (the profile's ``"run_time"``): ``"last_arrival"`` on
     gloo with the host calibrations (:func:`_transfer_only`), in either mode;
@@ -265,14 +227,14 @@ def _worker(rank: int, nproc: int, store_path: str, backend: str, spec: ProfileS
 
             bar = Progress(len(_plan(spec)) * spec.iters, "profile-comm", unit="round")
         results: list[dict[str, Any]] = []
-        busy = _busy_setup(spec, rank, nproc, device) if spec.busy_us > 0 else None
+        busy = calibrate_busy(spec.busy_us, rank, nproc, device) if spec.busy_us > 0 else None
         busy_times: list[float] = []
         for op, gsize in _plan(spec):
             # every rank creates every group (a collective call); members 0..gsize-1 run it
             group = None if gsize == nproc else dist.new_group(list(range(gsize)))
             member = op == "send" and rank < 2 or op != "send" and rank < gsize
-            numels = [_numel(nbytes, gsize) for nbytes in spec.sizes_bytes]
-            runs = [_make_op(op, n, rank, gsize, device, group) if member else None
+            numels = [whole_numel(nbytes, gsize) for nbytes in spec.sizes_bytes]
+            runs = [make_op(op, n, rank, gsize, device, group) if member else None
                     for n in numels]
             for run in runs:
                 for _ in range(spec.warmup if run else 0):
@@ -313,7 +275,7 @@ def _worker(rank: int, nproc: int, store_path: str, backend: str, spec: ProfileS
         if bar is not None:
             bar.close()
         if busy is not None:
-            results.extend(busy.rows(busy_times))
+            results.extend(_compute_rows(busy, busy_times))
         calibration: dict[str, list[float]] = {}
         if spec.host_overheads and backend == "gloo":
             calibration = _host_overheads(spec, rank, nproc, device)
@@ -337,37 +299,19 @@ def _worker(rank: int, nproc: int, store_path: str, backend: str, spec: ProfileS
     os._exit(0)
 
 
-class _Busy:
-    """Fixed compute work (``reps`` products of two _BUSY_N² float32 matrices)."""
+def _compute_rows(busy: BusyWork, local_us: list[float]) -> list[dict[str, Any]]:
+    """The ``compute_alone`` and ``compute`` rows of busy mode (median over every rank's
+    runs of the work)."""
+    import torch
+    import torch.distributed as dist
 
-    def __init__(self, reps: int, alone_us: float, nproc: int, device: Any) -> None:
-        import torch
-
-        self.reps, self.alone_us, self.nproc = reps, alone_us, nproc
-        self.a = torch.rand(_BUSY_N, _BUSY_N, device=device)
-        self.b = torch.rand(_BUSY_N, _BUSY_N, device=device)
-
-    def run(self) -> float:
-        """Do the work once; its wall time (µs)."""
-        import torch
-
-        t0 = time.perf_counter()
-        for _ in range(self.reps):
-            torch.mm(self.a, self.b)
-        return (time.perf_counter() - t0) * 1e6
-
-    def rows(self, local_us: list[float]) -> list[dict[str, Any]]:
-        """The ``compute_alone`` and ``compute`` rows (median over every rank's runs)."""
-        import torch
-        import torch.distributed as dist
-
-        mine = torch.tensor(local_us, dtype=torch.float64)
-        every = [torch.empty_like(mine) for _ in range(self.nproc)]
-        dist.all_gather(every, mine)
-        concurrent = statistics.median(torch.cat(every).tolist())
-        return [{"op": op, "group_size": self.nproc, "sizes_bytes": [self.reps],
-                 "times_us": [t]} for op, t in zip(COMPUTE_OPS, (self.alone_us, concurrent),
-                                                   strict=True)]
+    mine = torch.tensor(local_us, dtype=torch.float64)
+    every = [torch.empty_like(mine) for _ in range(busy.nproc)]
+    dist.all_gather(every, mine)
+    concurrent = statistics.median(torch.cat(every).tolist())
+    return [{"op": op, "group_size": busy.nproc, "sizes_bytes": [busy.reps],
+             "times_us": [t]} for op, t in zip(COMPUTE_OPS, (busy.alone_us, concurrent),
+                                               strict=True)]
 
 
 def _host_overheads(spec: ProfileSpec, rank: int, nproc: int, device: Any
@@ -382,7 +326,7 @@ def _host_overheads(spec: ProfileSpec, rank: int, nproc: int, device: Any
 
     from echo_sim.measure.host_overheads import CONFIG_KEYS, measure_host_overheads
 
-    work = _busy_setup(replace(spec, busy_us=_CONTENTION_WORK_US), rank, nproc, device)
+    work = calibrate_busy(_CONTENTION_WORK_US, rank, nproc, device)
     mine = measure_host_overheads(rank, nproc, work.run)
     every: list[Any] = [None] * nproc
     dist.all_gather_object(every, mine)
@@ -394,25 +338,6 @@ def _host_overheads(spec: ProfileSpec, rank: int, nproc: int, device: Any
             pooled.setdefault(k, []).extend(float(x) for x in v)
     pooled["contention_work_products"] = [float(work.reps)]
     return pooled
-
-
-def _busy_setup(spec: ProfileSpec, rank: int, nproc: int, device: Any) -> _Busy:
-    """Calibrate the busy work on rank 0 alone (the others wait in a barrier) to take
-    ``spec.busy_us``; every rank then does the same number of products."""
-    import torch
-    import torch.distributed as dist
-
-    probe = _Busy(20, 0.0, nproc, device)
-    cal = torch.zeros(2, dtype=torch.float64)
-    if rank == 0:
-        probe.run()  # warm-up
-        per_rep = statistics.median(probe.run() for _ in range(5)) / probe.reps
-        reps = max(1, round(spec.busy_us / per_rep))
-        work = _Busy(reps, 0.0, nproc, device)
-        alone = statistics.median(work.run() for _ in range(5))
-        cal = torch.tensor([reps, alone], dtype=torch.float64)
-    dist.broadcast(cal, 0)  # the others wait here while rank 0 runs alone
-    return _Busy(int(cal[0]), float(cal[1]), nproc, device)
 
 
 def _cpu_name() -> str:

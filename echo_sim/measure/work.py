@@ -1,0 +1,95 @@
+"""The work a measurement runs in its processes: collectives on preallocated tensors, and
+fixed compute (products of small float32 matrices) calibrated to a duration.
+
+Shared by :mod:`echo_sim.measure.profile_comm` (looped collectives, busy mode, the host
+calibration) and :mod:`echo_sim.measure.comm_replay` (a job's step replayed). Imports torch
+only inside its functions.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Any
+
+__all__ = ["BUSY_N", "BusyWork", "calibrate_busy", "make_op", "whole_numel"]
+
+BUSY_N = 96
+"""Side of the float32 matrices the busy work multiplies (~0.2 MFLOP a product)."""
+
+
+def whole_numel(nbytes: int, nproc: int) -> int:
+    """float32 elements for ``nbytes``, a positive multiple of ``nproc``."""
+    return max(nproc, round(nbytes / 4 / nproc) * nproc)
+
+
+def make_op(op: str, numel: int, rank: int, nproc: int, device: Any, group: Any) -> Any:
+    """A no-argument callable running ``op`` once over ``group`` (``nproc`` members; None:
+    the world) on preallocated tensors."""
+    import torch
+    import torch.distributed as dist
+
+    x = torch.ones(numel, dtype=torch.float32, device=device)
+    part = torch.empty(numel // nproc, dtype=torch.float32, device=device)
+    full = torch.empty(numel, dtype=torch.float32, device=device)
+    gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
+    scatter = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
+    if op == "all_reduce":
+        return lambda: dist.all_reduce(x, group=group)
+    if op == "all_gather":
+        return lambda: gather(full, part, group=group)  # whole output = numel
+    if op == "reduce_scatter":
+        return lambda: scatter(part, x, group=group)  # whole input = numel
+    if op == "all_to_all":
+        return lambda: dist.all_to_all_single(full, x, group=group)
+    if op == "broadcast":
+        return lambda: dist.broadcast(x, 0, group=group)
+
+    def ping_pong() -> None:  # send: ranks 0 <-> 1; others idle
+        if rank == 0:
+            dist.send(x, 1)
+            dist.recv(x, 1)
+        elif rank == 1:
+            dist.recv(x, 0)
+            dist.send(x, 0)
+
+    return ping_pong
+
+
+class BusyWork:
+    """Fixed compute work (``reps`` products of two BUSY_N² float32 matrices)."""
+
+    def __init__(self, reps: int, alone_us: float, nproc: int, device: Any) -> None:
+        import torch
+
+        self.reps, self.alone_us, self.nproc = reps, alone_us, nproc
+        self.a = torch.rand(BUSY_N, BUSY_N, device=device)
+        self.b = torch.rand(BUSY_N, BUSY_N, device=device)
+
+    def run(self) -> float:
+        """Do the work once; its wall time (µs)."""
+        import torch
+
+        t0 = time.perf_counter()
+        for _ in range(self.reps):
+            torch.mm(self.a, self.b)
+        return (time.perf_counter() - t0) * 1e6
+
+
+def calibrate_busy(busy_us: float, rank: int, nproc: int, device: Any) -> BusyWork:
+    """Calibrate the busy work on rank 0 alone (the others wait in a barrier) to take
+    ``busy_us`` µs; every rank then does the same number of products."""
+    import torch
+    import torch.distributed as dist
+
+    probe = BusyWork(20, 0.0, nproc, device)
+    cal = torch.zeros(2, dtype=torch.float64)
+    if rank == 0:
+        probe.run()  # warm-up
+        per_rep = statistics.median(probe.run() for _ in range(5)) / probe.reps
+        reps = max(1, round(busy_us / per_rep))
+        work = BusyWork(reps, 0.0, nproc, device)
+        alone = statistics.median(work.run() for _ in range(5))
+        cal = torch.tensor([reps, alone], dtype=torch.float64)
+    dist.broadcast(cal, 0)  # the others wait here while rank 0 runs alone
+    return BusyWork(int(cal[0]), float(cal[1]), nproc, device)
