@@ -32,8 +32,6 @@ over all processes); send/recv and other operations keep the base profile's poin
 
 from __future__ import annotations
 
-import json
-import os
 import statistics
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
@@ -49,9 +47,6 @@ __all__ = ["REPLAY_OPS", "Call", "ReplaySpec", "Schedule", "median_work_us", "re
 REPLAY_OPS: tuple[str, ...] = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all",
                                "broadcast")
 """The collectives a replay runs (the looped profile's, less send/recv)."""
-
-_RUN_CUT = 0.1  # as profile_comm.RUN_CUT: share of runs left out at each end of a mean
-
 
 @dataclass(frozen=True)
 class Call:
@@ -160,43 +155,31 @@ def _worker(rank: int, nproc: int, store_path: str, plan: dict[str, Any], clock:
     import torch
     import torch.distributed as dist
 
-    from echo_sim.measure.work import calibrate_busy, make_op, whole_numel
+    from echo_sim.measure.ranks import join_ranks, write_result
+    from echo_sim.measure.work import calibrate_busy, make_op, to_run_clock, whole_numel
 
-    if "OMP_NUM_THREADS" not in os.environ:
-        torch.set_num_threads(1)  # as torchrun gives the job's workers (profile_comm)
-    store = dist.FileStore(store_path, nproc)
-    dist.init_process_group("gloo", store=store, rank=rank, world_size=nproc)
+    join_ranks(rank, nproc, store_path, "gloo")
     try:
-        # products per µs, timed on rank 0 alone
-        calib = calibrate_busy(1000.0, rank, nproc, "cpu")
-        per_us = calib.reps / max(calib.alone_us, 1.0)
-        runs = {}
-        for op, nbytes in plan["kinds"]:
-            runs[(op, nbytes)] = make_op(op, whole_numel(nbytes, nproc), rank, nproc, "cpu", None)
-        calls = [(runs[(c[0], c[1])], max(0, round(c[2] * per_us))) for c in plan["calls"]]
+        work = calibrate_busy(1000.0, rank, nproc, "cpu")  # products per µs, rank 0 alone
+        per_us = work.reps / max(work.alone_us, 1.0)
+        runs = {(op, nbytes): make_op(op, whole_numel(nbytes, nproc), rank, nproc, "cpu", None)
+                for op, nbytes in plan["kinds"]}
+        calls = [(runs[(op, nbytes)], max(0, round(work_us * per_us)))
+                 for op, nbytes, work_us in plan["calls"]]
         tail = max(0, round(plan["tail_us"] * per_us))
-        a, b = calib.a, calib.b
         own: list[float] = []
         for it in range(spec.warmup + spec.steps):
-            for run, reps in calls:
-                for _ in range(reps):
-                    torch.mm(a, b)
+            for run, products in calls:
+                work.products(products)
                 t0 = time.perf_counter()
                 run()
                 if it >= spec.warmup:
                     own.append((time.perf_counter() - t0) * 1e6)
-            for _ in range(tail):
-                torch.mm(a, b)
+            work.products(tail)
         times = torch.tensor(own, dtype=torch.float64)
-        dist.all_reduce(times, op=dist.ReduceOp.SUM if clock == "rank_mean" else
-                        dist.ReduceOp.MIN if clock == "last_arrival" else dist.ReduceOp.MAX)
-        if clock == "rank_mean":
-            times /= nproc
+        to_run_clock(times, clock, nproc)
         if rank == 0:
-            tmp = result_path + ".tmp"
-            with open(tmp, "w") as f:
-                json.dump({"times_us": times.tolist(), "products_per_us": per_us}, f)
-            os.replace(tmp, result_path)
+            write_result(result_path, {"times_us": times.tolist(), "products_per_us": per_us})
         dist.barrier()
     finally:
         dist.destroy_process_group()
@@ -211,7 +194,7 @@ def replay_profile(trace: Trace, base: CommProfile, spec: ReplaySpec | None = No
     another world size or backend, :class:`~echo_sim.errors.ProfileError` when a process
     fails or times out.
     """
-    from echo_sim.measure.profile_comm import other_load
+    from echo_sim.measure.profile_comm import RUN_CUT, other_load
     from echo_sim.measure.ranks import run_ranks
 
     spec = spec or ReplaySpec()
@@ -243,8 +226,8 @@ def replay_profile(trace: Trace, base: CommProfile, spec: ReplaySpec | None = No
     for op in sorted({op for op, _ in kinds}):
         key = (op, sched.world)
         sizes = sorted(s for o, s in kinds if o == op)
-        samples[key] = [(s, trimmed_mean(per_call[(op, s)], _RUN_CUT)) for s in sizes]
-        stderr[key] = [round(trimmed_stderr_pct(per_call[(op, s)], _RUN_CUT), 2) for s in sizes]
+        samples[key] = [(s, trimmed_mean(per_call[(op, s)], RUN_CUT)) for s in sizes]
+        stderr[key] = [round(trimmed_stderr_pct(per_call[(op, s)], RUN_CUT), 2) for s in sizes]
         runs_us[key] = [per_call[(op, s)] for s in sizes]
         fits.pop(key, None)  # refitted to the replayed points
     ops = ", ".join(sorted({op for op, _ in kinds}))

@@ -56,7 +56,6 @@ barrier) and ``compute`` (all ranks running it at once, the median over ranks an
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import socket
@@ -66,12 +65,12 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 from echo_sim.cost.comm_profile import CommProfile, trimmed_mean, trimmed_stderr_pct
 from echo_sim.errors import ConfigError
-from echo_sim.measure.work import BusyWork, calibrate_busy, make_op, whole_numel
+from echo_sim.measure.ranks import join_ranks, write_result
+from echo_sim.measure.work import BusyWork, calibrate_busy, make_op, to_run_clock, whole_numel
 
 __all__ = [
     "other_load",
@@ -211,17 +210,11 @@ def _worker(rank: int, nproc: int, store_path: str, backend: str, spec: ProfileS
     import torch
     import torch.distributed as dist
 
-    if "OMP_NUM_THREADS" not in os.environ:
-        # as torchrun does for the job's workers: one intra-op thread per process unless the
-        # user says otherwise (more would oversubscribe the cores the ranks share, and the
-        # host calibrations would time thread thrashing the job never sees)
-        torch.set_num_threads(1)
     device: Any = "cpu"
     if backend == "nccl":
         torch.cuda.set_device(rank % torch.cuda.device_count())
         device = torch.device("cuda", torch.cuda.current_device())
-    store = dist.FileStore(store_path, nproc)
-    dist.init_process_group(backend, store=store, rank=rank, world_size=nproc)
+    join_ranks(rank, nproc, store_path, backend)
     try:
         sync = torch.cuda.synchronize if backend == "nccl" else (lambda: None)
         bar = None
@@ -261,11 +254,7 @@ def _worker(rank: int, nproc: int, store_path: str, backend: str, spec: ProfileS
                 if bar is not None:
                     bar.update(1)
             times = torch.tensor(local, dtype=torch.float64, device=device)
-            clock = _run_time(spec, backend)
-            dist.all_reduce(times, op=dist.ReduceOp.SUM if clock == "rank_mean" else
-                            dist.ReduceOp.MIN if clock == "last_arrival" else dist.ReduceOp.MAX)
-            if clock == "rank_mean":
-                times /= 2 if op == "send" else gsize
+            to_run_clock(times, _run_time(spec, backend), 2 if op == "send" else gsize)
             rows = times.cpu().tolist()
             means = [trimmed_mean(row, RUN_CUT) for row in rows]
             results.append({"op": op, "group_size": gsize,
@@ -288,9 +277,7 @@ def _worker(rank: int, nproc: int, store_path: str, backend: str, spec: ProfileS
                    "device_name": name, "torch_version": torch.__version__, "ops": results,
                    "cpu_count": os.cpu_count() or 0, "threads_per_rank": torch.get_num_threads(),
                    "calibration": calibration}
-            tmp = result_path + ".tmp"
-            Path(tmp).write_text(json.dumps(out))
-            os.replace(tmp, result_path)
+            write_result(result_path, out)
         dist.barrier()
     finally:
         dist.destroy_process_group()

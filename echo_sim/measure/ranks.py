@@ -20,7 +20,7 @@ from typing import Any
 
 from echo_sim.errors import ProfileError
 
-__all__ = ["one_line", "run_ranks"]
+__all__ = ["join_ranks", "one_line", "run_ranks", "write_result"]
 
 
 def one_line(text: object) -> str:
@@ -70,3 +70,25 @@ def run_ranks(worker: Callable[..., None], args: tuple[Any, ...], *, nproc: int,
         except (OSError, json.JSONDecodeError) as e:
             raise ProfileError(f"{what}: rank 0 wrote no result ({e})") from None
     return raw
+
+
+def join_ranks(rank: int, nproc: int, store_path: str, backend: str) -> None:
+    """In a worker: one intra-op thread unless ``OMP_NUM_THREADS`` says otherwise, then join
+    the process group through the ``FileStore`` at ``store_path``."""
+    import torch
+    import torch.distributed as dist
+
+    if "OMP_NUM_THREADS" not in os.environ:
+        # as torchrun does for the job's workers: one intra-op thread per process unless the
+        # user says otherwise (more would oversubscribe the cores the ranks share, and the
+        # measurements would time thread thrashing the job never sees)
+        torch.set_num_threads(1)
+    store = dist.FileStore(store_path, nproc)
+    dist.init_process_group(backend, store=store, rank=rank, world_size=nproc)
+
+
+def write_result(result_path: str, data: dict[str, Any]) -> None:
+    """Rank 0's result, written atomically (:func:`run_ranks` reads it back)."""
+    tmp = result_path + ".tmp"
+    Path(tmp).write_text(json.dumps(data))
+    os.replace(tmp, result_path)

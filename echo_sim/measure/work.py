@@ -12,7 +12,7 @@ import statistics
 import time
 from typing import Any
 
-__all__ = ["BUSY_N", "BusyWork", "calibrate_busy", "make_op", "whole_numel"]
+__all__ = ["BUSY_N", "BusyWork", "calibrate_busy", "make_op", "to_run_clock", "whole_numel"]
 
 BUSY_N = 96
 """Side of the float32 matrices the busy work multiplies (~0.2 MFLOP a product)."""
@@ -68,12 +68,16 @@ class BusyWork:
 
     def run(self) -> float:
         """Do the work once; its wall time (µs)."""
+        t0 = time.perf_counter()
+        self.products(self.reps)
+        return (time.perf_counter() - t0) * 1e6
+
+    def products(self, n: int) -> None:
+        """Run ``n`` products of the work's matrices (``reps`` of them are the work)."""
         import torch
 
-        t0 = time.perf_counter()
-        for _ in range(self.reps):
+        for _ in range(n):
             torch.mm(self.a, self.b)
-        return (time.perf_counter() - t0) * 1e6
 
 
 def calibrate_busy(busy_us: float, rank: int, nproc: int, device: Any) -> BusyWork:
@@ -93,3 +97,16 @@ def calibrate_busy(busy_us: float, rank: int, nproc: int, device: Any) -> BusyWo
         cal = torch.tensor([reps, alone], dtype=torch.float64)
     dist.broadcast(cal, 0)  # the others wait here while rank 0 runs alone
     return BusyWork(int(cal[0]), float(cal[1]), nproc, device)
+
+
+def to_run_clock(times: Any, clock: str, members: int) -> None:
+    """Turn every rank's own times (a float64 tensor, one per run) into the runs' times on
+    ``clock``, in place on every rank: ``"last_arrival"`` the minimum over the ranks (the
+    transfer alone), ``"rank_mean"`` their mean over ``members``, else the maximum (the
+    slowest rank's). Collective: every rank must call it."""
+    import torch.distributed as dist
+
+    dist.all_reduce(times, op=dist.ReduceOp.SUM if clock == "rank_mean" else
+                    dist.ReduceOp.MIN if clock == "last_arrival" else dist.ReduceOp.MAX)
+    if clock == "rank_mean":
+        times /= members
