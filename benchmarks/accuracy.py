@@ -32,6 +32,18 @@ For every case (a parallel layout × an example model size) and every repetition
    larger than the noise is reported as "within noise (spread X%)": the benchmark does not
    claim an accuracy finer than it can measure; every row states its spread.
 
+Allocator: ``--malloc fixed`` runs every process of the run (the traced one, the profile,
+the jobs) with glibc's malloc thresholds fixed (:data:`FIXED_MALLOC`). By default glibc
+adapts them as the process frees large blocks, so whether a step's activations land on
+memory the process already holds or on fresh pages (a minor page fault per 4 KiB) depends
+on that process's allocation history: on this benchmark's 2-core VM, ±5-10 % of a model's
+compute between a one-process run and the same model in a 2-process job, in either
+direction (the example GPT's job slower than its trace, the BERT's trace slower than its
+job). Fixed thresholds take that out of both sides, so the table then measures the
+simulator's model rather than the allocator's history. The setting (or the ``MALLOC_*``
+variables already in the environment) is recorded in ``machine.malloc``; ``--merge``
+refuses runs made under different settings.
+
 Load: ``os.getloadavg()`` (1, 5 and 15 minutes) is recorded before and after every
 repetition (``machine.load_avg_per_rep``) and around every real job (each repetition's
 ``load_avg_before`` / ``load_avg_after``); the table gives each row's 1-minute range and the
@@ -60,7 +72,7 @@ Usage::
     python benchmarks/accuracy.py [--reps 3] [--layouts ddp,fsdp,tp,pp]
         [--sizes gpt-s,gpt-m,cnn,convattn,bert,resnet,llama] [--steps 20] [--warmup 3] [--diagnose]
         [--keep DIR] [--output FILE] [--comm-profile FILE | --profile-sizes 1KB..16MB]
-        [--nproc 2] [--no-plain-single] [--cluster PRESET]
+        [--nproc 2] [--no-plain-single] [--cluster PRESET] [--malloc default|fixed]
     python benchmarks/accuracy.py --repredict OLD.json --keep DIR [--output NEW.json]
     python benchmarks/accuracy.py --merge RUN1.json RUN2.json ... [--output ALL.json]
 
@@ -95,10 +107,14 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-__all__ = ["CASES", "SIZES", "Case", "half_iqr_pct", "main", "merge", "repredict",
-           "run_benchmark", "table"]
+__all__ = ["CASES", "FIXED_MALLOC", "SIZES", "Case", "half_iqr_pct", "main", "malloc_setting",
+           "merge", "repredict", "run_benchmark", "table"]
 
 RESULTS = REPO / "benchmarks" / "results" / "accuracy.json"
+#: ``--malloc fixed``: glibc's mmap threshold fixed at 64 MiB and its trim threshold at
+#: 256 MiB (``mallopt(3)``; setting either turns off glibc's dynamic adjustment of both), so
+#: that freed activations stay in the heap and are reused instead of re-faulted each step
+FIXED_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(64 << 20), "MALLOC_TRIM_THRESHOLD_": str(256 << 20)}
 SCRIPT = Path(__file__).resolve()
 
 # Model sizes: examples/train.py flags. Micro-batch is the model default (GPT 8, CNN 32).
@@ -206,7 +222,8 @@ def _worker(argv: list[str]) -> int:
         out.mkdir(parents=True, exist_ok=True)
         (out / f"rank{rank}.json").write_text(json.dumps({
             "rank": rank, "step_s": job.step_s, "rss_before_model_bytes": rss0,
-            "peak_rss_bytes": peak, "peak_cuda_allocated_bytes": cuda_peak}))
+            "peak_rss_bytes": peak, "peak_cuda_allocated_bytes": cuda_peak,
+            "malloc": malloc_setting()}))
         if dist.is_initialized():
             # as examples/train.py's main(): drain, free the job, then tear gloo down
             # (destroying the group with a peer's work in flight aborts the process)
@@ -643,6 +660,14 @@ prediction fails keeps its measurement and the error.
     return out
 
 
+def malloc_setting(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The glibc malloc tunables of ``env`` (default: this process's environment), which
+    every process the benchmark starts inherits: ``{}`` is glibc's adaptive default."""
+    env = dict(os.environ) if env is None else env
+    return {k: v for k, v in sorted(env.items())
+            if k.startswith("MALLOC_") or k == "GLIBC_TUNABLES"}
+
+
 def merge(docs: list[dict[str, Any]]) -> dict[str, Any]:
     """One document of several runs of the benchmark (the same steps and warm-up): every
     case's repetitions pooled (each tagged with its ``run``, the index into ``docs``, and
@@ -656,6 +681,10 @@ def merge(docs: list[dict[str, Any]]) -> dict[str, Any]:
         if (d["method"]["steps"], d["method"]["warmup_steps"]) != (first["steps"],
                                                                    first["warmup_steps"]):
             raise ValueError("runs to merge differ in --steps or --warmup")
+    allocs = {json.dumps(d["machine"].get("malloc", {}), sort_keys=True) for d in docs}
+    if len(allocs) > 1:
+        raise ValueError("runs to merge ran under different malloc settings (--malloc): "
+                         + " vs ".join(sorted(allocs)))
     cases: dict[str, Case] = {}
     raw: dict[str, list[dict[str, Any]]] = {}
     singles: list[dict[str, Any]] = []
@@ -672,6 +701,7 @@ def merge(docs: list[dict[str, Any]]) -> dict[str, Any]:
                      warmup=first["warmup_steps"], reps=sum(d["method"]["reps"] for d in docs),
                      cluster=None if first["cluster_preset"].startswith("none")
                      else first["cluster_preset"])
+    out["machine"]["malloc"] = docs[0]["machine"].get("malloc", {})
     out["machine"]["load_avg_per_rep"] = [dict(x, run=i) for i, d in enumerate(docs)
                                           for x in d["machine"].get("load_avg_per_rep", [])]
     out["method"]["merged"] = [{"date": d["date"], "reps": d["method"]["reps"],
@@ -805,8 +835,10 @@ def _load_lines(machine: dict[str, Any]) -> list[str]:
     loads += [x["before"][0] for x in per_rep] + [x["after"][0] for x in per_rep if "after" in x]
     if not loads:
         return []
+    alloc = machine.get("malloc") or {}
     lines = [f"\nmachine: {machine.get('cpu_count')} cores, 1-min load average "
-             f"{min(loads):.1f}..{max(loads):.1f} during the runs"]
+             f"{min(loads):.1f}..{max(loads):.1f} during the runs; malloc: "
+             + (" ".join(f"{k}={v}" for k, v in alloc.items()) or "glibc default")]
     if per_rep:
         each = ", ".join(f"rep {x['rep']} {x['before'][0]:.2f} -> "
                          + (f"{x['after'][0]:.2f}" if "after" in x else "?") for x in per_rep)
@@ -906,6 +938,11 @@ def _parser() -> argparse.ArgumentParser:
                    help="skip the uncaptured 1-process run (capture overhead)")
     p.add_argument("--cluster", default=None,
                    help="re-time to this cluster preset (default: none, the traced hardware)")
+    p.add_argument("--malloc", choices=("default", "fixed"), default="default",
+                   help="glibc malloc of every process the run starts: default (as the "
+                        "environment has it) or fixed thresholds (MALLOC_MMAP_THRESHOLD_ 64 "
+                        "MiB, MALLOC_TRIM_THRESHOLD_ 256 MiB), so that no process's "
+                        "allocation history moves its compute (see the module docstring)")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per job (default 300)")
     p.add_argument("--merge", nargs="+", default=[], metavar="RESULT_JSON",
                    help="run no job: pool the repetitions of these runs' result JSONs (same "
@@ -966,6 +1003,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nwrote {output}")
         return 0
     os.environ["OMP_NUM_THREADS"] = "1"  # the profiling processes inherit it
+    if a.malloc == "fixed":
+        os.environ.update(FIXED_MALLOC)  # every process the run starts inherits them
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(a.keep) if a.keep else Path(tmp)
         doc = run_benchmark(cases, reps=a.reps, steps=a.steps, warmup=a.warmup, root=root,
@@ -977,6 +1016,7 @@ def main(argv: list[str] | None = None) -> int:
                             comm_profile=Path(a.comm_profile) if a.comm_profile else None,
                             plain_single=not a.no_plain_single, timeout=a.timeout,
                             cluster=a.cluster)
+    doc["machine"]["malloc"] = malloc_setting()
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(doc, indent=1) + "\n")
     print(table(doc))

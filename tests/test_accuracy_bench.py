@@ -23,6 +23,7 @@ import pytest
 
 from benchmarks.accuracy import (
     CASES,
+    FIXED_MALLOC,
     SIZES,
     WORKLOAD_MODULE,
     Case,
@@ -35,6 +36,7 @@ from benchmarks.accuracy import (
     _summarise,
     _train_flags,
     main,
+    malloc_setting,
     repredict,
     table,
 )
@@ -301,6 +303,14 @@ def test_merge_pools_the_runs_repetitions(tmp_path: Path) -> None:
         ["A", "B"]
     with pytest.raises(ValueError, match="differ in --steps"):
         merge([a, run([0.0], "C", steps=9)])
+    # runs under different allocators are different experiments: not pooled
+    fixed = run([0.0], "D")
+    fixed["machine"]["malloc"] = dict(FIXED_MALLOC)
+    with pytest.raises(ValueError, match="different malloc settings"):
+        merge([a, fixed])
+    assert merge([fixed, fixed])["machine"]["malloc"] == FIXED_MALLOC
+    assert merge([a, b])["machine"]["malloc"] == {}  # older runs: glibc's default
+    assert malloc_setting({"MALLOC_ARENA_MAX": "2", "PATH": "/bin"}) == {"MALLOC_ARENA_MAX": "2"}
     # the command line: files in, one table and JSON out; a bad file is a one-line error
     fa, fb, out = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "all.json"
     fa.write_text(json.dumps(a))

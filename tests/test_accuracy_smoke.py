@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.accuracy import (
+    FIXED_MALLOC,
     SIZES,
     Case,
     _err_pct,
@@ -104,8 +105,11 @@ def test_summary_medians_and_table() -> None:
 def test_pipeline_end_to_end_on_a_tiny_model(tmp_path: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    for k in FIXED_MALLOC:  # --malloc fixed sets them in this process: restored after
+        monkeypatch.delenv(k, raising=False)
     out = tmp_path / "accuracy.json"
     assert main(["--sizes", "tiny", "--layouts", "ddp", "--reps", "1", "--steps", "5",
+                 "--malloc", "fixed",
                  "--warmup", "2", "--profile-sizes", "1KB,4KB", "--profile-iters", "5",
                  "--second-profile-replay", "--keep",
                  str(tmp_path / "work"), "--output", str(out)]) == 0
@@ -113,6 +117,16 @@ def test_pipeline_end_to_end_on_a_tiny_model(tmp_path: Path,
     assert doc["benchmark"] == "accuracy"
     assert {"platform", "cpu_count", "torch", "load_avg_1min_at_runs"} <= set(doc["machine"])
     assert (tmp_path / "work" / "rep0" / "comm.json").is_file()  # one profile per repetition
+    # every process the run started ran with the fixed allocator, and the result says so
+    assert doc["machine"]["malloc"] == FIXED_MALLOC
+    for rank in (0, 1):
+        rec = json.loads((tmp_path / "work" / "rep0" / "tiny" / "ddp-real"
+                          / f"rank{rank}.json").read_text())
+        assert rec["malloc"] == FIXED_MALLOC
+    assert json.loads((tmp_path / "work" / "rep0" / "tiny" / "single" / "rank0.json")
+                      .read_text())["malloc"] == FIXED_MALLOC
+    assert "malloc: MALLOC_MMAP_THRESHOLD_=67108864 MALLOC_TRIM_THRESHOLD_=268435456" \
+        in table(doc)
     # the second profile (a replay of the case's simulated step over the first) predicts
     # the same jobs, through the commands a user runs
     replayed = tmp_path / "work" / "rep0" / "tiny" / "ddp-replay.json"

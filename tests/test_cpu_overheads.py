@@ -318,8 +318,11 @@ def test_skew_slope_and_collective_correction(prof: CommProfile) -> None:
         "sync_work_us": work, "sync_us": sync, "contention_busy_us": [4000.0] * 3})
     s2 = skew(synth)
     assert s2 is not None and s2.kappa == pytest.approx(0.25) and s2.w_busy_us == 4000.0
-    # measured 1500 us after 4000 us of busy work -> 500 intrinsic, + 0.25 x 800 in the job
-    assert s2.collective_us(1500.0, 800.0) == pytest.approx(700.0)
+    # measured 1500 us after 4000 us of busy work (slowest rank's clock: the first arriver's
+    # whole wait) -> 500 intrinsic, + half the job's expected arrival gap 0.25 x 800: the
+    # later of two ranks is |X0 - X1| / 2 over their mean, max(a, b) = (a + b + |a - b|) / 2
+    assert s2.wait_us(800.0) == pytest.approx(0.5 * 0.25 * 800.0)
+    assert s2.collective_us(1500.0, 800.0) == pytest.approx(600.0)
     assert s2.collective_us(600.0, 0.0) == 0.0  # never below zero
     flat = dataclasses.replace(synth, calibration={**synth.calibration,
                                                    "sync_us": [100.0 - 0.01 * w for w in work]})
@@ -328,7 +331,7 @@ def test_skew_slope_and_collective_correction(prof: CommProfile) -> None:
     # a busy profile timed on the last arrival holds no skew of its own: nothing taken off
     last = skew(dataclasses.replace(synth, run_time="last_arrival"))
     assert last is not None and last.w_busy_us == 0.0
-    assert last.collective_us(1500.0, 800.0) == pytest.approx(1700.0)
+    assert last.collective_us(1500.0, 800.0) == pytest.approx(1500.0 + 0.5 * 0.25 * 800.0)
 
 
 def test_simulate_prices_dtensor_calls_by_their_activation_bytes(mesh_prof: CommProfile,

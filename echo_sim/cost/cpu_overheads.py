@@ -39,11 +39,19 @@ contention factor like every other op.
   synchronisation grows with the compute before it (peers drift apart, and a process that
   used its time slice is woken later). Measured directly: a small all-reduce after ``W`` =
   0, 1 and 2 runs of the contention work on every rank, its time on the slowest rank's
-  clock; ``kappa`` = slope of the 10 %-trimmed means (the expected wait),
-  ``t(W) = t0 + kappa · W`` (least squares through the three means, ``kappa >= 0``). A busy-mode collective measured ``t_busy(S)`` after
-  ``W_busy`` of work then costs, after ``W`` of compute in the job,
-  ``max(t_busy(S) - kappa · W_busy, 0) + kappa · W``; an idle-mode profile (a barrier
-  before each timed collective) has ``W_busy = 0``.
+  clock; ``kappa`` = slope of the 10 %-trimmed means, ``t(W) = t0 + kappa · W`` (least
+  squares through the three means, ``kappa >= 0``). The slowest rank is the one that
+  arrived first: ``kappa · W`` is its wait, the ranks' expected arrival gap
+  ``E|X0 - X1|``. What a synchronisation costs the step over the **typical** rank the
+  simulator runs is half of it, for any distribution of the two ranks' compute times,
+  since ``max(a, b) = (a + b) / 2 + |a - b| / 2``: ``E[max(X0, X1)] - E[X] = E|X0 - X1| / 2``
+  (:data:`SYNC_SHARE`; the same rule prices a trace's own collectives,
+  :mod:`echo_sim.cost.trace_comm`). A busy-mode collective measured ``t_busy(S)`` (slowest
+  rank's clock) after ``W_busy`` of work then costs, after ``W`` of compute in the job,
+  ``max(t_busy(S) - kappa · W_busy, 0) + SYNC_SHARE · kappa · W``; an idle-mode profile (a
+  barrier before each timed collective, the last-arriving rank's clock) has ``W_busy = 0``.
+  The typical rank is what the simulator runs: the one-process trace's compute, as
+  :mod:`echo_sim.workload.ops` takes it (medians over the captured steps).
 * :func:`ddp_hooks` — per step of a ``DistributedDataParallel`` model, the host time of its
   forward pre-processing and its reducer (per-parameter autograd hooks, the gradients' copies
   into and out of the flat buckets, the all-reduces' issue; ``torch/nn/parallel/
@@ -104,6 +112,7 @@ __all__ = [
     "plane_fit",
     "robust",
     "skew",
+    "SYNC_SHARE",
     "Skew",
 ]
 
@@ -295,6 +304,12 @@ def optimizer_per_param(profile: CommProfile | None, *, foreach: bool,
         f"parameters {d:.0f} us DTensor vs {p:.0f} us plain, spread {spread:.0f}%)"))
 
 
+SYNC_SHARE = 0.5
+"""The share of the ranks' expected arrival gap ``E|X0 - X1|`` (the first arriver's wait,
+which the rank-skew probe measures) that a synchronisation adds to the step over the typical
+rank: ``E[max(X0, X1)] - E[X] = E|X0 - X1| / 2``."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class Skew:
     """Wait per synchronisation ``kappa`` µs per µs of compute before it, and the busy work
@@ -305,10 +320,15 @@ class Skew:
     samples: int
     note: str
 
+    def wait_us(self, w_us: float) -> float:
+        """What a synchronisation after ``w_us`` of compute costs the step over the typical
+        rank: ``SYNC_SHARE · kappa · w_us`` (see the module docstring)."""
+        return SYNC_SHARE * self.kappa * max(w_us, 0.0)
+
     def collective_us(self, t_busy_us: float, w_us: float) -> float:
         """A collective measured ``t_busy_us`` in busy mode, issued after ``w_us`` of
         compute since the last synchronisation (see the module docstring)."""
-        return max(t_busy_us - self.kappa * self.w_busy_us, 0.0) + self.kappa * max(w_us, 0.0)
+        return max(t_busy_us - self.kappa * self.w_busy_us, 0.0) + self.wait_us(w_us)
 
 
 def skew(profile: CommProfile | None) -> Skew | None:
@@ -337,11 +357,12 @@ def skew(profile: CommProfile | None) -> Skew | None:
         op == "compute" for op, _ in profile.samples)
     w_busy = statistics.median(busy) if busy_mode else 0.0
     return Skew(kappa=kappa, w_busy_us=w_busy, samples=len(sync), note=(
-        f"rank skew: a synchronisation waits {kappa * 1e3:.1f} us per ms of compute before "
-        f"it (4 KiB all-reduce after 0 / 1 / 2 runs of work: "
+        f"rank skew: the first rank at a synchronisation waits {kappa * 1e3:.1f} us per ms of "
+        f"compute before it (4 KiB all-reduce after 0 / 1 / 2 runs of work: "
         + ", ".join(f"{t:.0f}" for _, t in pts) + " us); "
         + (f"busy-mode collectives less {kappa * w_busy:.0f} us, plus" if busy_mode else
-           "idle-mode collectives plus") + " the wait after the job's own compute"))
+           "idle-mode collectives plus") + f" {SYNC_SHARE:g} x that wait after the job's own "
+        "compute (what the later rank adds over the typical one)"))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -386,7 +386,7 @@ class _SkewedComm:
         covered = getattr(self.inner, "covered", None)
         if covered is not None and covered(op, ranks):
             return self.sk.collective_us(t, self.w_us)
-        return t + self.sk.kappa * self.w_us
+        return t + self.sk.wait_us(self.w_us)
 
     def links(self, ranks: Sequence[int]) -> list[str]:
         return list(self.inner.links(ranks))
