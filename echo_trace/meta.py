@@ -71,6 +71,10 @@ def build_meta(*, config: Any, ranks: Any, clock: Any, modules: Any, rec: Any, c
         "clock_sync": "none" if clock is None else clock.sync_method,
         "base_time_ns": 0 if clock is None else clock.trace_base_ns,
         "timer": timer,
+        # the allocator settings the process started with (glibc reads MALLOC_* and
+        # GLIBC_TUNABLES at start-up; {}: its adaptive default); mallopt() calls are not seen
+        "malloc": {k: v for k, v in sorted(os.environ.items())
+                   if k.startswith("MALLOC_") or k == "GLIBC_TUNABLES"},
         "micro_batch_size": detected,
         **batch_meta(config.micro_batch, detected,
                      modules.tokens if modules is not None else None),

@@ -106,7 +106,8 @@ def test_pipeline_end_to_end_on_a_tiny_model(tmp_path: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     for k in FIXED_MALLOC:  # --malloc fixed sets them in this process: restored after
-        monkeypatch.delenv(k, raising=False)
+        monkeypatch.setenv(k, "0")  # records the variable's state, so teardown restores it
+        monkeypatch.delenv(k)
     out = tmp_path / "accuracy.json"
     assert main(["--sizes", "tiny", "--layouts", "ddp", "--reps", "1", "--steps", "5",
                  "--malloc", "fixed",

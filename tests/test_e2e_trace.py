@@ -14,8 +14,10 @@ import gzip
 import json
 import math
 import os
+import re
 import signal
 import site
+import statistics
 import subprocess
 import sys
 import threading
@@ -164,6 +166,7 @@ class Job:
     n_micro: int  # FW/BW occurrences per leaf per step
     ranks: dict[int, RankTrace]
     stdout: str
+    root: Path | None = None  # the traces' directory
 
     @property
     def id(self) -> str:
@@ -211,7 +214,7 @@ def get_job(spec_id: str, tmp_path_factory: pytest.TempPathFactory) -> Job:
         assert proc.returncode == 0, f"{spec_id}:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
         n_micro = (extra.get("global_batch", 0) // GPT_FLAGS["micro_batch"]) if layout == "pp" else 1
         _JOBS[spec_id] = Job(layout, model, activation, n_micro,
-                             load_job(tmp / "traces", 2), proc.stdout)
+                             load_job(tmp / "traces", 2), proc.stdout, tmp / "traces")
     return _JOBS[spec_id]
 
 
@@ -309,6 +312,9 @@ def test_memory_counters(job: Job) -> None:
         assert len(mem) >= 2
         assert all(e["args"]["rss_bytes"] > 10 * 2**20 for e in mem)  # a torch process
         assert all(e["args"]["peak_rss_bytes"] > 10 * 2**20 for e in rt.x("step"))
+        # the process's page faults in each step (Linux: getrusage)
+        assert all(type(e["args"]["minor_faults"]) is int and e["args"]["minor_faults"] >= 0
+                   and e["args"]["major_faults"] >= 0 for e in rt.x("step"))
 
 
 def test_dag_is_acyclic_and_covers_one_step(job: Job) -> None:
@@ -330,6 +336,46 @@ def test_meta_fields(job: Job) -> None:
         assert m["rank_source"] in ("torchrun", "dist")
         assert m["clock_sync"] == "all_gather"
         assert m["param_bytes"] == sum(p["bytes"] for p in m["params"]) > 0
+        # the allocator settings the process started with ({}: glibc's default)
+        assert m["malloc"] == {k: v for k, v in base_env().items()
+                               if k.startswith("MALLOC_") or k == "GLIBC_TUNABLES"}
+
+
+def test_page_faults_reach_the_simulator(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """echo_sim loads each step's page faults as a per-step counter; the workload keeps the
+    traced rank's median and simulate says what they mean for the op times it starts from."""
+    from echo_sim.load import load_trace
+    from echo_sim.sim.config import SimConfig
+    from echo_sim.sim.simulate import simulate
+    from echo_sim.workload.ops import extract_workload
+
+    job = get_job("ddp-gpt-run", tmp_path_factory)
+    assert job.root is not None
+    trace = load_trace(job.root)
+    assert "minor_faults" in trace.counter_names and "major_faults" in trace.counter_names
+    w = extract_workload(trace)
+    per_step = [e["args"]["minor_faults"] for e in job.ranks[w.rank].x("step")]
+    assert w.minor_faults_per_step == pytest.approx(statistics.median(per_step))
+    res = simulate(trace, SimConfig(dp=2))
+    note = next(m for m in res.models if "minor page faults per step" in m)
+    # the simulated job's representative rank (the slowest of the traced two)
+    medians = {f"{statistics.median(e['args']['minor_faults'] for e in rt.x('step')):,.0f}"
+               for rt in job.ranks.values()}
+    assert any(f"traced process: {m} minor page faults" in note for m in medians), note
+    assert ("glibc's adaptive default" in note) == (job.ranks[w.rank].meta["malloc"] == {})
+    for k, v in job.ranks[w.rank].meta["malloc"].items():
+        assert f"{k}={v}" in note
+    # the report lists them per step as counts beside the memory peaks, not as bytes
+    pytest.importorskip("plotly")
+    from echo_sim.analysis.overview import overview
+    from echo_sim.render.report_html import render_report
+
+    ov = overview(trace)
+    faults = ov.memory_peak_per_step["minor_faults"]
+    assert faults == [float(max(rt.x("step")[j]["args"]["minor_faults"]
+                                for rt in job.ranks.values())) for j in range(len(ov.steps))]
+    row = re.search(r"<tr><td>minor_faults</td>(.*?)</tr>", render_report(ov), re.S)
+    assert row and f"<td>{faults[0]:,.0f}</td>" in row.group(1) and "iB" not in row.group(1)
 
 
 # ============================================================================ communication

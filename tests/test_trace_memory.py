@@ -63,11 +63,31 @@ def test_zero_interval_means_boundary_samples_only() -> None:
     first = s.sample()["rss_bytes"]
     s.sample()
     peaks = s.take_peaks()
-    assert peaks["peak_rss_bytes"] >= first > 0 and set(peaks) == {"peak_rss_bytes"}
-    assert s.take_peaks() == {}  # reset for the next step
+    assert peaks["peak_rss_bytes"] >= first > 0
+    assert set(peaks) == {"peak_rss_bytes", "minor_faults", "major_faults"}
+    assert set(s.take_peaks()) == {"minor_faults", "major_faults"}  # reset for the next step
     rec.recording = False
     s.sample()  # outside the window: peaks only, no event
     assert len(rec.events) == 2 and s.take_peaks()["peak_rss_bytes"] > 0
+    s.close()
+
+
+def test_step_page_faults_count_the_fresh_pages_a_step_touches() -> None:
+    """Between two step boundaries the sampler reports the process's page faults: a step that
+    fills 64 MiB of new memory (above glibc's largest mmap threshold: fresh pages whatever
+    the process did before) takes at least one fault per page it maps in (per 2 MiB where
+    transparent huge pages back it), a step that allocates nothing next to none."""
+    import torch
+
+    s = MemorySampler(_rec(), interval_ms=0)
+    s.take_peaks()
+    idle = s.take_peaks()
+    x = torch.ones(16 << 20)  # 64 MiB of float32, every page written
+    touched = s.take_peaks()
+    assert float(x[-1]) == 1.0
+    assert touched["minor_faults"] >= (64 << 20) // (2 << 20)
+    assert touched["minor_faults"] > 8 * max(idle["minor_faults"], 1)
+    assert idle["major_faults"] >= 0 and touched["major_faults"] >= 0
     s.close()
 
 

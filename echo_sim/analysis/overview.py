@@ -213,9 +213,13 @@ def _thin(t: np.ndarray, v: np.ndarray) -> tuple[list[float], list[float]]:
     return t.round(3).tolist(), v.tolist()
 
 
-def _memory(trace: Trace, starts: np.ndarray, ends: np.ndarray, steps: list[int],
-            ) -> tuple[dict[str, dict[int, tuple[list[float], list[float]]]],
-                       dict[str, list[float]]]:
+def _memory(trace: Trace, ranks: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+            steps: list[int]) -> tuple[dict[str, dict[int, tuple[list[float], list[float]]]],
+                                       dict[str, list[float]]]:
+    """Every counter series over time per rank, and per step its largest sample: each
+    rank's samples in ``(start, end]`` of that rank's own step (``starts``/``ends``: ranks ×
+    steps, rows in ``ranks`` order), so that a STEP marker's sample at a step's end (its
+    peaks, its page faults) counts for that step only, however far the ranks drift apart."""
     c = trace.counters
     series: dict[str, dict[int, tuple[list[float], list[float]]]] = {}
     peaks: dict[str, list[float]] = {}
@@ -234,9 +238,14 @@ def _memory(trace: Trace, starts: np.ndarray, ends: np.ndarray, steps: list[int]
         series[name] = per_rank
         row = []
         for j in range(len(steps)):
-            lo, hi = np.nanmin(starts[:, j]), np.nanmax(ends[:, j])
-            inside = m & (c.ts_us >= lo) & (c.ts_us <= hi)
-            row.append(float(c.value[inside].max()) if inside.any() else float("nan"))
+            best = float("nan")
+            for i, r in enumerate(ranks.tolist()):
+                lo, hi = starts[i, j], ends[i, j]
+                inside = m & (c.rank == r) & (c.ts_us > lo) & (c.ts_us <= hi)
+                if inside.any():
+                    v = float(c.value[inside].max())
+                    best = v if not best >= v else best  # nan-safe max
+            row.append(best)
         peaks[name] = row
     return series, peaks
 
@@ -314,7 +323,8 @@ def overview(trace: Trace, *, top: int = 25, peak_tflops: float | None = None,
     steps = [int(s) for s in grid.steps]
     memory, mem_peaks = _section(
         missing, "memory",
-        lambda: _memory(trace, grid.grid(grid.start_us), grid.grid(grid.end_us), steps),
+        lambda: _memory(trace, grid.ranks, grid.grid(grid.start_us), grid.grid(grid.end_us),
+                        steps),
         ({}, {}))
     if not memory:
         missing.append("memory over time: the trace has no memory counters")

@@ -24,7 +24,7 @@ import numpy as np
 
 from echo_sim.errors import TraceFormatError
 from echo_sim.textsafe import safe_text
-from echo_sim.trace.model import COLLECTIVES, Cat, busy_within
+from echo_sim.trace.model import COLLECTIVES, STEP_COUNT_SERIES, Cat, busy_within
 
 __all__ = ["CAT_BY_LABEL", "ColumnBuilder", "Interner", "RankTable", "occurrences"]
 
@@ -179,13 +179,13 @@ class ColumnBuilder:
         del pids
         self._parts.append(cols)
         for e, a in zip(xs, args, strict=True):
-            # a STEP's allocator / RSS peaks (echo_trace resets them at every step): counter
-            # samples of their own series at the step's end, since the periodic samples miss
-            # the peak between them
+            # a STEP's allocator / RSS peaks (echo_trace resets them at every step) and its
+            # page-fault counts: counter samples of their own series at the step's end, since
+            # the periodic samples miss the peak between them
             if e["name"] == "STEP" and a:
                 for key, v in a.items():
-                    if key.startswith("peak_") and key.endswith("_bytes") \
-                            and type(v) in _NUMBER:
+                    if (key.startswith("peak_") and key.endswith("_bytes")
+                            or key in STEP_COUNT_SERIES) and type(v) in _NUMBER:
                         self._counter_pid.append(e.get("pid", 0)
                                                  if type(e.get("pid")) is int else -1)
                         self._counters[0].append(float(e["ts"]) + float(e["dur"]))

@@ -26,6 +26,7 @@ from echo_sim.analysis.overview import Overview
 from echo_sim.analysis.statistic import PARTS
 from echo_sim.analysis.tables import shorten
 from echo_sim.errors import ConfigError
+from echo_sim.trace.model import STEP_COUNT_SERIES
 
 __all__ = ["PART_COLORS", "render_report", "write_report"]
 
@@ -251,8 +252,8 @@ def _memory(ch: _Charts, ov: Overview) -> str:
     fig = go.Figure()
     lines = 0
     for name, per_rank in ov.memory.items():
-        if name.startswith("peak_"):
-            continue  # per-step peaks are in the table
+        if name.startswith("peak_") or name in STEP_COUNT_SERIES:
+            continue  # per-step peaks and page-fault counts are in the table
         for r, (t, v) in per_rank.items():
             if lines >= _MAX_MEMORY_LINES:
                 break
@@ -261,10 +262,12 @@ def _memory(ch: _Charts, ov: Overview) -> str:
             lines += 1
     fig.update_layout(title="Memory over time (GiB; ms from the first captured step)",
                       xaxis_title="ms", yaxis_title="GiB")
-    rows = [[name] + [_bytes(v) for v in peaks] for name, peaks in
-            ov.memory_peak_per_step.items()]
+    rows = [[name] + [(f"{v:,.0f}" if math.isfinite(v) else "-") if name in STEP_COUNT_SERIES
+                      else _bytes(v) for v in peaks]
+            for name, peaks in ov.memory_peak_per_step.items()]
     return ch.div(fig) + _table(["series"] + [f"step {s} peak" for s in ov.steps], rows,
-                                title="Peak per step (max over ranks)")
+                                title="Peak per step (max over ranks; minor_faults / "
+                                      "major_faults: the process's page faults in the step)")
 
 
 def _critical(ch: _Charts, ov: Overview) -> str:

@@ -446,6 +446,18 @@ def _comm_model(config: SimConfig, cluster: Any, comm: Any, notes: _Notes,
     return model, profile
 
 
+def _faults_note(workload: Workload) -> str:
+    """What the traced process's page faults say about its op times (a CPU trace's compute
+    holds them; how many another process takes depends on its allocator's history)."""
+    alloc = workload.meta.get("malloc")
+    setting = (" ".join(f"{k}={v}" for k, v in sorted(alloc.items())) if alloc
+               else "glibc's adaptive default, under which another process of this model can "
+               "take several times more or fewer" if isinstance(alloc, dict)
+               else "not recorded")
+    return (f"traced process: {workload.minor_faults_per_step:,.0f} minor page faults per step "
+            f"(median; fresh pages its op times include); malloc: {setting}")
+
+
 def _op_times(config: SimConfig, workload: Workload, others: list[Workload], mb: int,
               hw: HardwareChoice, host: Any, cluster: Any, notes: _Notes) -> np.ndarray:
     """Step 4: every op's time on the target at micro-batch ``mb`` before parallelism:
@@ -454,6 +466,8 @@ def _op_times(config: SimConfig, workload: Workload, others: list[Workload], mb:
     notes.models.append(bm.description)
     cs = compute_scaling(workload, hw.target_gpu, factor=config.compute_factor)
     notes.models.append(cs.description)
+    if workload.minor_faults_per_step is not None:
+        notes.models.append(_faults_note(workload))
     base = bm.time_us(mb) * cs.factors
     share = contention(host, min(cluster.gpus_per_node, cluster.world_size)) \
         if config.compute_factor is None else None

@@ -37,6 +37,7 @@ __all__ = [
     "Counters",
     "Events",
     "RankInfo",
+    "STEP_COUNT_SERIES",
     "Trace",
     "TraceBuilder",
     "busy_within",
@@ -56,6 +57,11 @@ class Cat(IntEnum):
 
 CAT_NAMES: tuple[str, ...] = ("FW", "BW", "Comm", "UPDATE", "STEP", "OTHER")
 """Display name per :class:`Cat` value (index = value)."""
+
+STEP_COUNT_SERIES: tuple[str, ...] = ("minor_faults", "major_faults")
+"""Counter series that are counts per step, not bytes: a STEP event's ``args.minor_faults`` /
+``args.major_faults`` (the process's page faults during the step), one sample at the step's
+end, as the per-step memory peaks."""
 
 DEVICE_TID: int = 200
 """Lane of device stream 0: a loader puts GPU kernels and copies that belong to no FW / BW /

@@ -191,6 +191,9 @@ class Workload:
     buckets: tuple[tuple[int, tuple[str, ...]], ...] = ()
     peak_memory_bytes: int = 0
     peak_memory_kind: str = ""
+    # median minor page faults per captured step of the traced process (STEP
+    # args.minor_faults), None when the trace does not record them
+    minor_faults_per_step: float | None = None
     rank: int = 0
     steps_used: int = 1
     tp_time_us: dict[int, tuple[float, ...]] = field(default_factory=dict)
@@ -396,7 +399,8 @@ def extract_workload(trace: Trace, *, rank: int | None = None) -> Workload:
         device=str(meta.get("device", rinfo.device if rinfo else "cpu")),
         device_name=str(meta.get("device_name", "")),
         model=_model_info(meta, ops, int(mb) if mb else None), buckets=buckets,
-        peak_memory_bytes=peak, peak_memory_kind=peak_kind, rank=rank,
+        peak_memory_bytes=peak, peak_memory_kind=peak_kind,
+        minor_faults_per_step=_faults_per_step(trace, rank), rank=rank,
         steps_used=int(used.size), tp_time_us=_tp_times(meta.get("tp_time_us"), len(ops)),
         traced_micro_batches=accum, tp_note=placement_summary(placement),
         meta={**meta, "backend": meta.get("backend", rinfo.backend if rinfo else "")},
@@ -564,6 +568,16 @@ def _model_info(meta: dict[str, Any], ops: list[Op], mb: int | None) -> dict[str
 def _param_shapes(meta: dict[str, Any]) -> list[tuple[str, list[int]]]:
     return [(str(p.get("name", "")), list(p.get("shape") or [])) for p in meta.get("params") or []
             if p.get("shape")]
+
+
+def _faults_per_step(trace: Trace, rank: int) -> float | None:
+    """Median of the rank's per-step minor page faults (``minor_faults`` counter, from the
+    STEP markers), None when the trace has none."""
+    if "minor_faults" not in trace.counter_names:
+        return None
+    c = trace.counters
+    vals = c.value[(c.rank == rank) & (c.series == trace.counter_names.index("minor_faults"))]
+    return float(np.median(vals)) if vals.size else None
 
 
 def _measured_peak(trace: Trace, rank: int, steps: list[int]) -> tuple[int, str]:
