@@ -466,8 +466,8 @@ def _op_times(config: SimConfig, workload: Workload, others: list[Workload], mb:
     notes.models.append(bm.description)
     cs = compute_scaling(workload, hw.target_gpu, factor=config.compute_factor)
     notes.models.append(cs.description)
-    if workload.minor_faults_per_step is not None:
-        notes.models.append(_faults_note(workload))
+    if workload.minor_faults_per_step is not None and workload.device == "cpu":
+        notes.models.append(_faults_note(workload))  # a GPU trace's op times are kernels
     base = bm.time_us(mb) * cs.factors
     share = contention(host, min(cluster.gpus_per_node, cluster.world_size)) \
         if config.compute_factor is None else None
