@@ -107,8 +107,10 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-__all__ = ["CASES", "FIXED_MALLOC", "SIZES", "Case", "half_iqr_pct", "main", "malloc_setting",
-           "merge", "repredict", "run_benchmark", "table"]
+from echo_trace.meta import malloc_settings  # noqa: E402  (after the path: run as a script)
+
+__all__ = ["CASES", "FIXED_MALLOC", "SIZES", "Case", "half_iqr_pct", "main", "merge",
+           "repredict", "run_benchmark", "table"]
 
 RESULTS = REPO / "benchmarks" / "results" / "accuracy.json"
 #: ``--malloc fixed``: glibc's mmap threshold fixed at 64 MiB and its trim threshold at
@@ -223,7 +225,7 @@ def _worker(argv: list[str]) -> int:
         (out / f"rank{rank}.json").write_text(json.dumps({
             "rank": rank, "step_s": job.step_s, "rss_before_model_bytes": rss0,
             "peak_rss_bytes": peak, "peak_cuda_allocated_bytes": cuda_peak,
-            "malloc": malloc_setting()}))
+            "malloc": malloc_settings()}))
         if dist.is_initialized():
             # as examples/train.py's main(): drain, free the job, then tear gloo down
             # (destroying the group with a peer's work in flight aborts the process)
@@ -660,14 +662,6 @@ prediction fails keeps its measurement and the error.
     return out
 
 
-def malloc_setting(env: dict[str, str] | None = None) -> dict[str, str]:
-    """The glibc malloc tunables of ``env`` (default: this process's environment), which
-    every process the benchmark starts inherits: ``{}`` is glibc's adaptive default."""
-    env = dict(os.environ) if env is None else env
-    return {k: v for k, v in sorted(env.items())
-            if k.startswith("MALLOC_") or k == "GLIBC_TUNABLES"}
-
-
 def merge(docs: list[dict[str, Any]]) -> dict[str, Any]:
     """One document of several runs of the benchmark (the same steps and warm-up): every
     case's repetitions pooled (each tagged with its ``run``, the index into ``docs``, and
@@ -1016,7 +1010,7 @@ def main(argv: list[str] | None = None) -> int:
                             comm_profile=Path(a.comm_profile) if a.comm_profile else None,
                             plain_single=not a.no_plain_single, timeout=a.timeout,
                             cluster=a.cluster)
-    doc["machine"]["malloc"] = malloc_setting()
+    doc["machine"]["malloc"] = malloc_settings()
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(doc, indent=1) + "\n")
     print(table(doc))

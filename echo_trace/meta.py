@@ -11,7 +11,7 @@ import os
 import socket
 from typing import Any
 
-__all__ = ["batch_meta", "build_meta", "echo_version"]
+__all__ = ["batch_meta", "build_meta", "echo_version", "malloc_settings"]
 
 
 @functools.lru_cache(maxsize=1)
@@ -23,6 +23,15 @@ def echo_version() -> str:
         return version("echo-sim")
     except PackageNotFoundError:  # a source tree that was never installed
         return "0+unknown"
+
+
+def malloc_settings(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The glibc allocator settings in ``env`` (default: this process's environment):
+    ``MALLOC_*`` and ``GLIBC_TUNABLES``, which glibc reads at start-up; ``{}`` is its adaptive
+    default. ``mallopt()`` calls made at run time are not seen."""
+    env = dict(os.environ) if env is None else env
+    return {k: v for k, v in sorted(env.items())
+            if k.startswith("MALLOC_") or k == "GLIBC_TUNABLES"}
 
 
 def batch_meta(user: int | None, detected: int | None, tokens: int | None) -> dict[str, Any]:
@@ -71,10 +80,7 @@ def build_meta(*, config: Any, ranks: Any, clock: Any, modules: Any, rec: Any, c
         "clock_sync": "none" if clock is None else clock.sync_method,
         "base_time_ns": 0 if clock is None else clock.trace_base_ns,
         "timer": timer,
-        # the allocator settings the process started with (glibc reads MALLOC_* and
-        # GLIBC_TUNABLES at start-up; {}: its adaptive default); mallopt() calls are not seen
-        "malloc": {k: v for k, v in sorted(os.environ.items())
-                   if k.startswith("MALLOC_") or k == "GLIBC_TUNABLES"},
+        "malloc": malloc_settings(),  # the allocator settings the process started with
         "micro_batch_size": detected,
         **batch_meta(config.micro_batch, detected,
                      modules.tokens if modules is not None else None),

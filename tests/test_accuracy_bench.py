@@ -36,10 +36,10 @@ from benchmarks.accuracy import (
     _summarise,
     _train_flags,
     main,
-    malloc_setting,
     repredict,
     table,
 )
+from echo_trace.meta import malloc_settings
 
 __all__: list[str] = []
 
@@ -310,7 +310,7 @@ def test_merge_pools_the_runs_repetitions(tmp_path: Path) -> None:
         merge([a, fixed])
     assert merge([fixed, fixed])["machine"]["malloc"] == FIXED_MALLOC
     assert merge([a, b])["machine"]["malloc"] == {}  # older runs: glibc's default
-    assert malloc_setting({"MALLOC_ARENA_MAX": "2", "PATH": "/bin"}) == {"MALLOC_ARENA_MAX": "2"}
+    assert malloc_settings({"MALLOC_ARENA_MAX": "2", "PATH": "/bin"}) == {"MALLOC_ARENA_MAX": "2"}
     # the command line: files in, one table and JSON out; a bad file is a one-line error
     fa, fb, out = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "all.json"
     fa.write_text(json.dumps(a))

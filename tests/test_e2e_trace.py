@@ -30,6 +30,7 @@ from typing import Any
 import networkx as nx
 import pytest
 
+from echo_trace.meta import malloc_settings
 from examples.models import GPT, CNNConfig, GPTConfig, SmallCNN
 from tests.harness import REPO, base_env, free_port, run_python, run_torchrun
 
@@ -337,8 +338,7 @@ def test_meta_fields(job: Job) -> None:
         assert m["clock_sync"] == "all_gather"
         assert m["param_bytes"] == sum(p["bytes"] for p in m["params"]) > 0
         # the allocator settings the process started with ({}: glibc's default)
-        assert m["malloc"] == {k: v for k, v in base_env().items()
-                               if k.startswith("MALLOC_") or k == "GLIBC_TUNABLES"}
+        assert m["malloc"] == malloc_settings(base_env())
 
 
 def test_page_faults_reach_the_simulator(tmp_path_factory: pytest.TempPathFactory) -> None:
