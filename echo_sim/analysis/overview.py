@@ -226,26 +226,29 @@ def _memory(trace: Trace, ranks: np.ndarray, starts: np.ndarray, ends: np.ndarra
     if len(c) == 0:
         return series, peaks
     t0 = float(np.nanmin(starts)) if np.isfinite(starts).any() else float(c.ts_us.min())
+    row_of = {int(r): i for i, r in enumerate(ranks.tolist())}  # grid row of each rank
     for s, name in enumerate(trace.counter_names):
         m = c.series == s
         if not m.any():
             continue
         per_rank = {}
+        row = [float("nan")] * len(steps)
         for r in np.unique(c.rank[m]).tolist():
             mr = m & (c.rank == r)
             order = np.argsort(c.ts_us[mr], kind="stable")
-            per_rank[int(r)] = _thin(c.ts_us[mr][order] - t0, c.value[mr][order])
+            ts, vals = c.ts_us[mr][order], c.value[mr][order]
+            per_rank[int(r)] = _thin(ts - t0, vals)
+            i = row_of.get(int(r))
+            if i is None:
+                continue
+            # this rank's samples in (start, end] of each of its steps (sorted: two bisections)
+            a = np.searchsorted(ts, starts[i], side="right")
+            b = np.searchsorted(ts, ends[i], side="right")
+            for j in range(len(steps)):
+                if np.isfinite(starts[i, j]) and np.isfinite(ends[i, j]) and b[j] > a[j]:
+                    v = float(vals[a[j]:b[j]].max())
+                    row[j] = v if not row[j] >= v else row[j]  # nan-safe max over ranks
         series[name] = per_rank
-        row = []
-        for j in range(len(steps)):
-            best = float("nan")
-            for i, r in enumerate(ranks.tolist()):
-                lo, hi = starts[i, j], ends[i, j]
-                inside = m & (c.rank == r) & (c.ts_us > lo) & (c.ts_us <= hi)
-                if inside.any():
-                    v = float(c.value[inside].max())
-                    best = v if not best >= v else best  # nan-safe max
-            row.append(best)
         peaks[name] = row
     return series, peaks
 
