@@ -165,7 +165,7 @@ CASES: tuple[Case, ...] = (
     Case(layout="ddp", size="bert"), Case(layout="fsdp", size="bert"),
     Case(layout="ddp", size="resnet"), Case(layout="fsdp", size="resnet"),
     Case(layout="ddp", size="llama"), Case(layout="fsdp", size="llama"),
-    Case(layout="tp", size="llama"),
+    Case(layout="tp", size="llama"), Case(layout="tp", size="bert"),
     Case(layout="zero1", size="bert"), Case(layout="zero2", size="bert"),
     Case(layout="zero1", size="llama"), Case(layout="zero2", size="llama"),
 )

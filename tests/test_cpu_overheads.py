@@ -1,6 +1,8 @@
 """CPU-host cost models (echo_sim.cost.cpu_overheads) on profiles measured on a 2-core
 gloo host — tests/data/comm/gloo2_calibrated.json (an older profile: one-rank-mesh wall
-times) and gloo2_mesh.json (world-mesh thread CPU times) — and their use by simulate()."""
+times), gloo2_mesh.json (world-mesh thread CPU times, the tensor-parallel Linear pair) and
+gloo2_block.json (``profile-comm`` of torch 2.13 with the tensor-parallel MLP block) — and
+their use by simulate()."""
 
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ from tests.test_workload import LinearComm, gpt_trace
 
 FIXTURE = Path(__file__).parent / "data" / "comm" / "gloo2_calibrated.json"
 MESH_FIXTURE = Path(__file__).parent / "data" / "comm" / "gloo2_mesh.json"
+BLOCK_FIXTURE = Path(__file__).parent / "data" / "comm" / "gloo2_block.json"
 
 
 @pytest.fixture(scope="module")
@@ -118,11 +121,11 @@ def test_dtensor_dispatch_and_optimizer(prof: CommProfile) -> None:
     assert dtensor_dispatch(dataclasses.replace(prof, calibration={})) is None
 
 
-def _per_size(p: CommProfile, phase: str) -> dict[float, float]:
-    """Per measured activation size: (median DTensor pair - median plain pair) / 2."""
+def _per_size(p: CommProfile, phase: str, pre: str = "tp") -> dict[float, float]:
+    """Per measured activation size: (median DTensor pair/block - median plain one) / 2."""
     cal = p.calibration
     sizes = cal["tp_act_bytes"]
-    dt, pl = cal[f"tp_{phase}_cpu_us"], cal[f"tp_plain_{phase}_cpu_us"]
+    dt, pl = cal[f"{pre}_{phase}_cpu_us"], cal[f"{pre}_plain_{phase}_cpu_us"]
     k = len(sizes)
     return {x: max(statistics.median(dt[j::k]) - statistics.median(pl[j::k]), 0.0) / 2
             for j, x in enumerate(sizes)}
@@ -150,6 +153,30 @@ def test_dtensor_dispatch_on_the_world_mesh(mesh_prof: CommProfile) -> None:
     # a sample list of the wrong length is no model
     bad = {**mesh_prof.calibration, "tp_fw_cpu_us": mesh_prof.calibration["tp_fw_cpu_us"][:-1]}
     assert dtensor_dispatch(dataclasses.replace(mesh_prof, calibration=bad)) is None
+
+
+def test_dtensor_dispatch_from_the_transformer_mlp_block() -> None:
+    block = load_comm_profile(BLOCK_FIXTURE)
+    cal = block.calibration
+    assert "tp_fw_cpu_us" not in cal  # a profile of the block has no pair samples
+    got = dtensor_dispatch(block)
+    assert got is not None and "transformer MLP block" in got.notes[0]
+    assert "minus the plain shard block" in got.notes[1]
+    for phase, a, b in (("fw", got.fw_a_us, got.fw_b_us_per_byte),
+                        ("bw", got.bw_a_us, got.bw_b_us_per_byte)):
+        (x0, y0), (x1, y1) = sorted(_per_size(block, phase, "tp_block").items())
+        assert b == pytest.approx(max((y1 - y0) / (x1 - x0), 0.0))
+        assert a == pytest.approx(max(y0 - b * x0, 0.0))
+    # 8 KiB and 512 KiB of float32 activation, (batch, seq, hidden)
+    assert cal["tp_act_bytes"] == [8192.0, 524288.0]
+    # where a profile held both, the block (the way a job meets the pair) is the one used
+    both = dataclasses.replace(block, calibration={
+        **{k: v for k, v in load_comm_profile(MESH_FIXTURE).calibration.items()
+           if k.startswith("tp_") and k != "tp_act_bytes"}, **cal})
+    assert dtensor_dispatch(both) == got
+    # and a block sample list of the wrong length is no model, not a fall back to the pair
+    bad = {**cal, "tp_block_bw_cpu_us": cal["tp_block_bw_cpu_us"][:-1]}
+    assert dtensor_dispatch(dataclasses.replace(block, calibration=bad)) is None
 
 
 def test_optimizer_per_param_from_thread_cpu_medians(mesh_prof: CommProfile) -> None:

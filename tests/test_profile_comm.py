@@ -216,10 +216,12 @@ def test_gloo_profile_carries_host_calibration() -> None:
     assert len(cal["contention_alone_us"]) == 15 and len(cal["contention_busy_us"]) == 30
     for key in ("optim_dtensor_loop_cpu_us", "optim_plain_foreach_cpu_us", "copy_bytes_per_us"):
         assert len(cal[key]) == 30 and min(cal[key]) > 0, key  # 15 per rank
-    # the tensor-parallel pair: 15 rounds x every size x 2 ranks, thread CPU times
-    assert cal["tp_act_bytes"] == [float(t * h * 4) for t, h in TP_SHAPES]
-    for key in ("tp_fw_cpu_us", "tp_bw_cpu_us", "tp_plain_fw_cpu_us", "tp_plain_bw_cpu_us"):
+    # the tensor-parallel MLP block: 15 rounds x every size x 2 ranks, thread CPU times
+    assert cal["tp_act_bytes"] == [float(b * t * h * 4) for b, t, h in TP_SHAPES]
+    for key in ("tp_block_fw_cpu_us", "tp_block_bw_cpu_us", "tp_block_plain_fw_cpu_us",
+                "tp_block_plain_bw_cpu_us"):
         assert len(cal[key]) == 15 * len(TP_SHAPES) * 2 and min(cal[key]) > 0, key
+    assert "tp_fw_cpu_us" not in cal  # the isolated pair of older profiles
     # FSDP2 on the world mesh: one median per configuration and rank
     assert cal["fsdp_params"] == [2.0 * n for n, _ in FSDP_CONFIGS]
     assert cal["fsdp_unit_bytes"] == [4.0 * n * (h * h + h) for n, h in FSDP_CONFIGS]

@@ -8,6 +8,7 @@ for separate q/k/v and gate/up). Times are the benchmark's (``benchmarks/accurac
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -79,17 +80,52 @@ def test_the_dtensor_trace_is_read_as_tensor_parallel_and_reproduces_its_layout(
     assert (tl.dp, tl.tp, tl.pp, tl.fsdp) == (1, 2, 1, False)
 
 
+BERT = str(REPO / "benchmarks" / "workloads" / "hf_encoder.py")
+BERT_MODEL = ("--layers", "2", "--hidden", "32", "--heads", "2", "--seq", "16", "--vocab", "50",
+              "--micro-batch", "2", "--steps", "5", "--capture", "--trace-start", "2",
+              "--trace-end", "4")
+
+
+@pytest.mark.slow
+def test_bert_megatron_plan_matches_the_simulated_collectives(tmp_path: Path) -> None:
+    """The held-out BERT's tensor-parallel layout (benchmarks/workloads/hf_encoder.py
+    ``tp_plan``: BERT ships no plan) issues per encoder layer one all-reduce after each
+    row-parallel projection in forward and one per column-parallel projection's input
+    gradient in backward (query, key, value, intermediate: six per layer); the simulator's
+    Megatron placement from the module structure issues the same."""
+    from echo_sim.load import load_trace
+    from echo_sim.sim.simulate import SimConfig, simulate
+
+    single, tp = tmp_path / "single", tmp_path / "tp"
+    one = run_python([BERT, "--layout", "single", "--trace-dir", str(single), *BERT_MODEL],
+                     env={"OMP_NUM_THREADS": "1"}, timeout=240, cwd=REPO)
+    assert one.returncode == 0, one.stderr[-2000:]
+    two = run_torchrun([BERT, "--layout", "tp", "--trace-dir", str(tp), *BERT_MODEL],
+                       env={"OMP_NUM_THREADS": "1"}, timeout=300, cwd=REPO)
+    assert two.returncode == 0, two.stderr[-2000:]
+    # both ranks computed the same replicated loss (their dropout draws agree)
+    losses = re.findall(r"last loss ([0-9.]+)", two.stderr)
+    assert len(losses) == 2 and len(set(losses)) == 1, two.stderr[-2000:]
+    res = simulate(load_trace(single), SimConfig(tp=2, vocab_parallel=False), keep=True)
+    assert res.built is not None
+    simulated = Counter((coll, int(nbytes)) for name, coll, nbytes, grp
+                        in res.built.comm_info.values() if name.startswith("tp."))
+    real = _traced_collectives(tp)
+    assert sum(real.values()) == 2 * 6
+    assert simulated == real
+
+
 # ------------------------------------------------------------------------------ accuracy
 BENCH_MODEL = ("--layers", "2", "--hidden", "256", "--heads", "4", "--kv-heads", "2",
                "--seq", "64", "--vocab", "1000", "--micro-batch", "8", "--capture")
-# Issue 16's figure was 15 %. This host's DTensor jobs run 10 % above the one-process
-# prediction on average: eight runs of this test gave -17.0, -15.7, -15.3, -15.7, -12.6,
-# -10.1, -9.5 and +2.1 %, with the single-process speed drift measured under 2 % in the
-# last four. The causes are the README's Known gaps: blocking all-reduces stalling ~4 ms
-# at a rate the profile does not see, and the 2-process compute running above the trace.
-# Held to 20 %, this check still fails on a missing cost of the size of one layer's
-# collectives. The exact count of collectives is pinned above, and the accuracy figure is
-# the benchmark's (benchmarks/accuracy.py --sizes llama --layouts tp).
+# Issue 16's figure was 15 %. With DTensor's host cost calibrated on an isolated Linear pair
+# this host's DTensor jobs ran 10 % above the one-process prediction on average (eight runs
+# of this test: -17.0 .. +2.1 %); with the transformer-MLP-block calibration the benchmark's
+# Llama TP row is +5.9 % paired over 7 repetitions (README), single repetitions -8.6 ..
+# +18.4 %. A shared 2-core host's speed drifts by 10 % within a minute. Held to 20 %, this
+# check still fails on a missing cost of the size of one layer's collectives. The exact
+# count of collectives is pinned above, and the accuracy figure is the benchmark's
+# (benchmarks/accuracy.py --sizes llama --layouts tp).
 TOLERANCE = 0.20
 
 

@@ -1,4 +1,4 @@
-"""A BERT-style encoder classifier from ``transformers``, trained single / DDP / FSDP2 on gloo.
+"""A BERT-style encoder classifier from ``transformers``, trained single / DDP / FSDP2 / TP on gloo.
 
 A model family the simulator was never tuned on (not in ``examples/``): Hugging Face's own
 ``BertForSequenceClassification`` built from a small :class:`transformers.BertConfig` —
@@ -13,7 +13,14 @@ Same interface as ``examples/train.py`` and ``benchmarks/workloads/convattn.py``
 
     torchrun --nproc_per_node 2 benchmarks/workloads/hf_encoder.py --layout fsdp --steps 10
 
-Flags: ``--layout single|ddp|fsdp|zero1|zero2`` (the last two: DeepSpeed ZeRO-1/2 on CPU,
+``--layout tp`` shards every encoder layer the Megatron way with ``parallelize_module``
+over a one-dimensional device mesh (:func:`tp_plan`: ``query``/``key``/``value`` and
+``intermediate.dense`` column-parallel, ``attention.output.dense`` and ``output.dense``
+row-parallel; embeddings, LayerNorms, pooler and classifier replicated). BERT ships no
+tensor-parallel plan of its own; its attention reshapes by head size, so the local shards'
+half of the heads run unchanged.
+
+Flags: ``--layout single|ddp|fsdp|tp|zero1|zero2`` (the last two: DeepSpeed ZeRO-1/2 on CPU,
 ``harness.deepspeed_job``), ``--layers 4``, ``--hidden 128``, ``--heads 4``,
 ``--seq 64``, ``--vocab 1000``, ``--micro-batch 8``, ``--global-batch N`` (gradient
 accumulation: N / (micro-batch × data-parallel degree) micro-batches per step),
@@ -40,9 +47,9 @@ from transformers import BertConfig, BertForSequenceClassification
 
 from benchmarks.workloads import harness  # noqa: E402
 
-__all__ = ["Config", "Job", "build_job", "build_model", "parse_flags", "train"]
+__all__ = ["Config", "Job", "build_job", "build_model", "parse_flags", "tp_plan", "train"]
 
-LAYOUTS = ("single", "ddp", "fsdp", "zero1", "zero2")
+LAYOUTS = ("single", "ddp", "fsdp", "tp", "zero1", "zero2")
 CLASSES = 10
 
 
@@ -105,6 +112,23 @@ def _batch(cfg: Config, n: int, step: int, index: int) -> tuple[torch.Tensor, to
     return ids, ids[:, 0] % CLASSES
 
 
+def tp_plan(model: BertForSequenceClassification) -> dict[str, nn.Module]:
+    """Megatron-style ``parallelize_module`` styles for every encoder layer, keyed by the
+    paths under ``model.bert.encoder`` (one all-reduce after attention and one after the
+    MLP in forward, the same two in backward)."""
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel
+
+    plan: dict[str, nn.Module] = {}
+    for i in range(len(model.bert.encoder.layer)):
+        pre = f"layer.{i}"
+        for name in ("attention.self.query", "attention.self.key", "attention.self.value",
+                     "intermediate.dense"):
+            plan[f"{pre}.{name}"] = ColwiseParallel()
+        for name in ("attention.output.dense", "output.dense"):
+            plan[f"{pre}.{name}"] = RowwiseParallel()
+    return plan
+
+
 def _parallelize(model: BertForSequenceClassification, cfg: Config, world: int) -> nn.Module:
     if cfg.layout == "ddp":
         return nn.parallel.DistributedDataParallel(model)
@@ -112,6 +136,13 @@ def _parallelize(model: BertForSequenceClassification, cfg: Config, world: int) 
     from torch.distributed.fsdp import fully_shard
 
     mesh = init_device_mesh("cpu", (world,))
+    if cfg.layout == "tp":
+        from torch.distributed.tensor.parallel import parallelize_module
+
+        if cfg.heads % world:
+            raise ValueError(f"--heads {cfg.heads} must divide by the {world} ranks")
+        parallelize_module(model.bert.encoder, mesh, tp_plan(model))
+        return model
     # one FSDP2 unit per encoder layer, then the root (embeddings, pooler, classifier)
     for layer in model.bert.encoder.layer:
         fully_shard(layer, mesh=mesh)
@@ -129,7 +160,10 @@ def _job(cfg: Config, rank: int, world: int) -> Job:
     if cfg.layout.startswith("zero"):
         return harness.deepspeed_job(cfg, rank, world, bert, loss, stage=int(cfg.layout[-1]))
     model = bert if cfg.layout == "single" else _parallelize(bert, cfg, world)
-    return harness.data_parallel_job(cfg, rank, world, model, loss)
+    # tensor-parallel ranks see the same batch and hold DTensor and plain parameters
+    tp = cfg.layout == "tp"
+    return harness.data_parallel_job(cfg, rank, world, model, loss, dp=1 if tp else None,
+                                     foreach=not tp)
 
 
 # build_job(cfg), train(cfg, job=None), main(argv=None): as every workload module

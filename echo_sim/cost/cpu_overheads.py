@@ -23,12 +23,15 @@ contention factor like every other op.
   (``ColwiseParallel``/``RowwiseParallel``), the extra host time of DTensor's dispatch,
   sharding propagation and redistribution (PyTorch DTensor, ``torch.distributed.tensor``),
   the issue of its collectives and the bookkeeping of their waits:
-  ``(t_dtensor_pair - t_plain_pair) / 2`` for forward and backward, ``>= 0``, as a line
-  ``a + b · S`` in the pair's activation bytes ``S`` (tokens × hidden × element size, the
-  replicated tensor at the column/row boundary) through the two measured sizes. Profiles
-  with the world-mesh samples (thread CPU time, so peer waits and preemption stay out)
-  use their **medians**; older profiles (one-rank mesh, wall time) their fastest samples
-  and ``b = 0``.
+  ``(t_dtensor_block - t_plain_block) / 2`` for forward and backward, ``>= 0``, as a line
+  ``a + b · S`` in the block's activation bytes ``S`` (batch × seq × hidden × element size,
+  the replicated tensor at the column/row boundary) through the two measured sizes. The
+  block is a transformer MLP block with its residual (the way a job meets a
+  column/row pair: three-dimensional activations that require grad, so the backward also
+  all-reduces the column op's input gradient); profiles made before it carry an isolated
+  pair on two-dimensional input, used the same way. Profiles with the world-mesh samples
+  (thread CPU time, so peer waits and preemption stay out) use their **medians**; older
+  profiles (one-rank mesh, wall time) their fastest samples and ``b = 0``.
 * :func:`optimizer_per_param` — extra time per DTensor parameter of one optimizer step:
   ``(t_step(DTensor params) - t_step(plain params)) / n`` with the same implementation
   (per-parameter loop or multi-tensor ``foreach``), ``>= 0`` (medians of thread CPU times
@@ -230,10 +233,13 @@ class DTensorCost:
 
 def dtensor_dispatch(profile: CommProfile | None) -> DTensorCost | None:
     """The extra cost per tensor-parallel Linear call (see module), or None."""
-    mesh = _get(profile, "tp_fw_cpu_us", "tp_plain_fw_cpu_us", "tp_bw_cpu_us",
-                "tp_plain_bw_cpu_us", "tp_act_bytes")
-    if mesh is not None:
-        return _dtensor_mesh(mesh)
+    for pre, what in (("tp_block", "a transformer MLP block (LayerNorm, Colwise Linear, GELU, "
+                                    "Rowwise Linear, residual) minus the plain shard block"),
+                      ("tp", "a Colwise+Rowwise pair minus the plain shard pair")):
+        mesh = _get(profile, f"{pre}_fw_cpu_us", f"{pre}_plain_fw_cpu_us", f"{pre}_bw_cpu_us",
+                    f"{pre}_plain_bw_cpu_us", "tp_act_bytes")
+        if mesh is not None:
+            return _dtensor_mesh(mesh, what)
     got = _get(profile, "dtensor_fw_us", "plain_fw_us", "dtensor_bw_us", "plain_bw_us")
     if got is None:
         return None
@@ -250,8 +256,9 @@ def dtensor_dispatch(profile: CommProfile | None) -> DTensorCost | None:
                        bw_b_us_per_byte=0.0, samples=len(got[0]), notes=(notes[0], notes[1]))
 
 
-def _dtensor_mesh(got: list[list[float]]) -> DTensorCost | None:
-    """World-mesh samples: per size, (median DTensor - median plain) / 2; a line in bytes."""
+def _dtensor_mesh(got: list[list[float]], what: str) -> DTensorCost | None:
+    """World-mesh samples: per size, (median DTensor - median plain) / 2; a line in bytes.
+    ``what``: the microbenchmark, for the note."""
     fw, fw_pl, bw, bw_pl, sizes = got
     k = len(sizes)
     if len({len(fw), len(fw_pl), len(bw), len(bw_pl)}) != 1 or len(fw) < k:
@@ -270,9 +277,9 @@ def _dtensor_mesh(got: list[list[float]]) -> DTensorCost | None:
         pts = ", ".join(f"{y:.0f} us at {_size(x)}" for x, y in sorted(zip(xs, ys,
                                                                             strict=True)))
         notes.append(f"DTensor {phase}: +{a:.0f} us + {b * (1 << 20):.0f} us/MiB of activation "
-                     f"per tensor-parallel Linear ({pts}: median thread CPU time of a "
-                     f"Colwise+Rowwise pair on the profiled ranks' mesh minus the plain "
-                     f"shard pair, / 2; {len(fw)} samples, spread {spread:.0f}%)")
+                     f"per tensor-parallel Linear ({pts}: median thread CPU time of "
+                     f"{what} on the profiled ranks' mesh, / 2; {len(fw)} samples, "
+                     f"spread {spread:.0f}%)")
     return DTensorCost(fw_a_us=coef[0][0], fw_b_us_per_byte=coef[0][1], bw_a_us=coef[1][0],
                        bw_b_us_per_byte=coef[1][1], samples=len(fw), notes=(notes[0], notes[1]))
 

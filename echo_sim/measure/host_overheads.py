@@ -13,14 +13,22 @@ spread:
   round, so that host load drifting during the measurement hits both alike (the work:
   ``contention_work_products`` matrix products, about 5 ms alone, the same in either
   profiling mode; recorded by :mod:`echo_sim.measure.profile_comm`);
-* ``tp_fw_cpu_us`` / ``tp_bw_cpu_us`` and ``tp_plain_fw_cpu_us`` / ``tp_plain_bw_cpu_us``
-  at the activation sizes ``tp_act_bytes`` (sample ``i`` is size ``i % len(tp_act_bytes)``):
-  forward and backward of a column- + row-parallel Linear pair (``parallelize_module`` with
-  ``ColwiseParallel`` / ``RowwiseParallel``) on the **world** device mesh — DTensor's
-  dispatch, sharding propagation and redistribution, the collectives' issue and the waits'
-  bookkeeping, as in the job — against the plain Linear pair of the local shard's shapes.
-  Each sample is the calling thread's **CPU time** (``time.thread_time``): a peer wait
-  blocks the thread and does not enter it, and neither does preemption by other load;
+* ``tp_block_fw_cpu_us`` / ``tp_block_bw_cpu_us`` and ``tp_block_plain_fw_cpu_us`` /
+  ``tp_block_plain_bw_cpu_us`` at the activation sizes ``tp_act_bytes`` (sample ``i`` is
+  size ``i % len(tp_act_bytes)``): forward and backward of a transformer MLP block on
+  three-dimensional activations ``(batch, seq, hidden)`` (:data:`TP_SHAPES`) —
+  ``x + fc2(gelu(fc1(layer_norm(x))))``, ``x`` requiring grad as a model's residual
+  stream does — with ``fc1`` column- and ``fc2`` row-parallel (``parallelize_module`` with
+  ``ColwiseParallel`` / ``RowwiseParallel``) on the **world** device mesh: DTensor's
+  dispatch, sharding propagation and redistribution, the collectives' issue (the
+  forward's all-reduce after ``fc2``, the backward's of ``fc1``'s input gradient) and the
+  waits' bookkeeping, as in a Megatron-style job — against the plain block of the local
+  shard's shapes. An isolated Linear pair on two-dimensional input that needs no gradient
+  misses part of that: no input-gradient all-reduce, fewer DTensor ops per ``linear``; on
+  the example GPT's tensor-parallel step it gave ~0.7x the per-Linear cost measured inside
+  the model, the block ~0.9-1.1x. Each sample is the calling thread's **CPU time**
+  (``time.thread_time``): a peer wait blocks the thread and does not enter it, and
+  neither does preemption by other load;
 * ``optim_plain_loop_cpu_us`` / ``optim_dtensor_loop_cpu_us`` /
   ``optim_plain_foreach_cpu_us`` / ``optim_dtensor_foreach_cpu_us``: one AdamW step over
   :data:`OPTIM_PARAMS` small parameters, per-parameter (``foreach=False``) or multi-tensor
@@ -75,8 +83,9 @@ FSDP_CONFIGS = ((1, 32), (3, 32), (1, 256))
 # per-byte part (the reducer hooks each parameter and copies every gradient byte twice)
 DDP_CONFIGS = ((2, 32), (8, 32), (2, 512))
 OVERLAP_BYTES = (64 << 10, 1 << 20, 8 << 20)  # all-reduce sizes of the overlap rounds
-# (tokens, hidden) of the tensor-parallel pair: a per-call and a per-byte part of DTensor's cost
-TP_SHAPES = ((64, 32), (1024, 128))
+# (batch, seq, hidden) of the tensor-parallel MLP block: a per-call and a per-byte part of
+# DTensor's cost (8 KiB and 512 KiB of float32 activation)
+TP_SHAPES = ((1, 64, 32), (8, 128, 128))
 _SAMPLES = 15  # samples per quantity: each short (< ~1 ms), so that some escape preemption
 # rounds of the rank-skew probe per contention round: its waits are bimodal (a halted vCPU
 # wakes in milliseconds), so the slope against the work before them needs many samples (on
@@ -175,8 +184,22 @@ def _overlap(rounds: int, work: Callable[[], Any]) -> dict[str, list[float]]:
     return out
 
 
-def _pair(nn: Any, h: int) -> Any:
-    return nn.Sequential(nn.Linear(h, 4 * h), nn.Linear(4 * h, h))
+def _mlp_block(nn: Any, hidden: int, width: int) -> Any:
+    """``x + fc2(gelu(fc1(layer_norm(x))))``: a transformer MLP block (``fc1``/``fc2`` by
+    those names, for ``parallelize_module``)."""
+    import torch.nn.functional as F
+
+    class MlpBlock(nn.Module):  # type: ignore[misc, name-defined]
+        def __init__(self) -> None:
+            super().__init__()
+            self.norm = nn.LayerNorm(hidden)
+            self.fc1 = nn.Linear(hidden, width)
+            self.fc2 = nn.Linear(width, hidden)
+
+        def forward(self, x: Any) -> Any:
+            return x + self.fc2(F.gelu(self.fc1(self.norm(x))))
+
+    return MlpBlock()
 
 
 def _cpu_us(fn: Callable[[], Any]) -> float:
@@ -208,15 +231,16 @@ def _tensor_parallel(mesh: Any, reps: int) -> dict[str, list[float]]:
     )
 
     n = mesh.size()
-    keys = ("tp_fw_cpu_us", "tp_bw_cpu_us", "tp_plain_fw_cpu_us", "tp_plain_bw_cpu_us")
+    keys = ("tp_block_fw_cpu_us", "tp_block_bw_cpu_us", "tp_block_plain_fw_cpu_us",
+            "tp_block_plain_bw_cpu_us")
     out: dict[str, list[float]] = {k: [] for k in (*keys, "tp_act_bytes")}
     cases = []
-    for tokens, h in TP_SHAPES:
-        x = torch.randn(tokens, h)
-        tp = parallelize_module(_pair(nn, h), mesh, {"0": ColwiseParallel(),
-                                                    "1": RowwiseParallel()})
-        local = nn.Sequential(nn.Linear(h, 4 * h // n), nn.Linear(4 * h // n, h))
-        cases.append((x, tp, local))
+    for shape in TP_SHAPES:
+        h = shape[-1]
+        x = torch.randn(*shape, requires_grad=True)
+        tp = parallelize_module(_mlp_block(nn, h, 4 * h), mesh,
+                                {"fc1": ColwiseParallel(), "fc2": RowwiseParallel()})
+        cases.append((x, tp, _mlp_block(nn, h, 4 * h // n)))
         out["tp_act_bytes"].append(float(x.numel() * x.element_size()))
 
     for x, tp, local in cases:  # warm-up: caches, sharding propagation
@@ -224,7 +248,8 @@ def _tensor_parallel(mesh: Any, reps: int) -> dict[str, list[float]]:
         _fw_bw_cpu(local, x)
     for _ in range(reps):  # interleaved, so that drift hits both alike; sizes round-robin
         for x, tp, local in cases:
-            for (f, b), pre in ((_fw_bw_cpu(tp, x), "tp"), (_fw_bw_cpu(local, x), "tp_plain")):
+            for (f, b), pre in ((_fw_bw_cpu(tp, x), "tp_block"),
+                                (_fw_bw_cpu(local, x), "tp_block_plain")):
                 out[f"{pre}_fw_cpu_us"].append(f)
                 out[f"{pre}_bw_cpu_us"].append(b)
     return out
