@@ -34,6 +34,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -47,7 +48,7 @@ from transformers import BertConfig, BertForSequenceClassification
 
 from benchmarks.workloads import harness  # noqa: E402
 
-__all__ = ["Config", "Job", "build_job", "build_model", "parse_flags", "tp_plan", "train"]
+__all__ = ["Config", "Job", "batch", "build_job", "build_model", "parse_flags", "tp_plan", "train"]
 
 LAYOUTS = ("single", "ddp", "fsdp", "tp", "zero1", "zero2")
 CLASSES = 10
@@ -106,19 +107,19 @@ def build_model(cfg: Config) -> BertForSequenceClassification:
     return BertForSequenceClassification(bert)
 
 
-def _batch(cfg: Config, n: int, step: int, index: int) -> tuple[torch.Tensor, torch.Tensor]:
+def batch(cfg: Config, n: int, step: int, index: int) -> tuple[torch.Tensor, torch.Tensor]:
     g = torch.Generator().manual_seed(1000 * step + index)
     ids = torch.randint(0, cfg.vocab, (n, cfg.seq), generator=g)
     return ids, ids[:, 0] % CLASSES
 
 
-def tp_plan(model: BertForSequenceClassification) -> dict[str, nn.Module]:
+def tp_plan(model: BertForSequenceClassification) -> dict[str, Any]:
     """Megatron-style ``parallelize_module`` styles for every encoder layer, keyed by the
     paths under ``model.bert.encoder`` (one all-reduce after attention and one after the
     MLP in forward, the same two in backward)."""
     from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel
 
-    plan: dict[str, nn.Module] = {}
+    plan: dict[str, Any] = {}
     for i in range(len(model.bert.encoder.layer)):
         pre = f"layer.{i}"
         for name in ("attention.self.query", "attention.self.key", "attention.self.value",
@@ -154,7 +155,7 @@ def _job(cfg: Config, rank: int, world: int) -> Job:
     bert = build_model(cfg)
 
     def loss(model: nn.Module, step: int, index: int) -> torch.Tensor:
-        x, y = _batch(cfg, cfg.micro_batch, step, index)
+        x, y = batch(cfg, cfg.micro_batch, step, index)
         return F.cross_entropy(model(x).logits, y)
 
     if cfg.layout.startswith("zero"):

@@ -31,6 +31,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -44,7 +45,7 @@ from transformers import LlamaConfig, LlamaForCausalLM
 
 from benchmarks.workloads import harness  # noqa: E402
 
-__all__ = ["Config", "Job", "build_job", "build_model", "parse_flags", "tp_plan", "train"]
+__all__ = ["Config", "Job", "batch", "build_job", "build_model", "parse_flags", "tp_plan", "train"]
 
 LAYOUTS = ("single", "ddp", "fsdp", "tp", "zero1", "zero2")
 MOTIF = 8  # tokens per repeated motif
@@ -104,7 +105,7 @@ def build_model(cfg: Config) -> LlamaForCausalLM:
     return LlamaForCausalLM(llama)
 
 
-def tp_plan(model: LlamaForCausalLM) -> dict[str, nn.Module]:
+def tp_plan(model: LlamaForCausalLM) -> dict[str, Any]:
     """The config's ``base_model_tp_plan`` as ``parallelize_module`` styles, keyed by the
     paths under ``model.model`` (``layers.*.self_attn.q_proj`` → ``ColwiseParallel()``)."""
     from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel
@@ -118,7 +119,7 @@ def tp_plan(model: LlamaForCausalLM) -> dict[str, nn.Module]:
     return {k: styles[v]() for k, v in plan.items()}
 
 
-def _batch(cfg: Config, n: int, step: int, index: int) -> torch.Tensor:
+def batch(cfg: Config, n: int, step: int, index: int) -> torch.Tensor:
     g = torch.Generator().manual_seed(1000 * step + index)
     motif = torch.randint(0, cfg.vocab, (n, MOTIF), generator=g)
     return motif.repeat(1, -(-cfg.seq // MOTIF))[:, :cfg.seq]
@@ -149,7 +150,7 @@ def _job(cfg: Config, rank: int, world: int) -> Job:
     llama = build_model(cfg)
 
     def loss(model: nn.Module, step: int, index: int) -> torch.Tensor:
-        ids = _batch(cfg, cfg.micro_batch, step, index)
+        ids = batch(cfg, cfg.micro_batch, step, index)
         logits = model(ids).logits[:, :-1]
         return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1))
 

@@ -110,6 +110,7 @@ __all__ = [
     "dtensor_dispatch",
     "fsdp_copy_us",
     "floor",
+    "line_fit",
     "fsdp_unit",
     "optimizer_per_param",
     "plane_fit",
@@ -271,7 +272,7 @@ def _dtensor_mesh(got: list[list[float]], what: str) -> DTensorCost | None:
             xs.append(x)
             ys.append(max(statistics.median(dt[i] for i in ii)
                           - statistics.median(pl[i] for i in ii), 0.0) / 2)
-        a, b = _line(xs, ys)
+        a, b = line_fit(xs, ys)
         _, spread = robust(dt)
         coef.append((a, b))
         pts = ", ".join(f"{y:.0f} us at {_size(x)}" for x, y in sorted(zip(xs, ys,
@@ -394,7 +395,7 @@ class FsdpUnitCost:
         return self.bw_a_us + self.bw_b_us * params + self.bw_c_us_per_byte * nbytes
 
 
-def _line(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float]:
+def line_fit(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float]:
     """(a, b) of y = a + b·x through the median per x, both clamped at 0 (x: >= 2 values)."""
     by: dict[float, list[float]] = {}
     for x, y in zip(xs, ys, strict=True):
@@ -471,8 +472,8 @@ def fsdp_unit(profile: CommProfile | None) -> FsdpUnitCost | None:
         return None
     fw, bw, ps, bw_copy = got
     xs = [ps[i % len(ps)] for i in range(len(fw))]
-    fa, fb = _line(xs, fw)
-    ba, bb = _line(xs, bw)
+    fa, fb = line_fit(xs, fw)
+    ba, bb = line_fit(xs, bw)
     copy = max(bw_copy)  # fastest copy = highest bandwidth
     return FsdpUnitCost(fw_a_us=fa, fw_b_us=fb, bw_a_us=ba, bw_b_us=bb,
                         copy_bytes_per_us=copy, note=(

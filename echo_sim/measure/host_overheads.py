@@ -70,7 +70,7 @@ from collections.abc import Callable
 from typing import Any
 
 __all__ = ["CONFIG_KEYS", "DDP_CONFIGS", "FSDP_CONFIGS", "FSDP_UNITS", "OPTIM_PARAMS", "OVERLAP_BYTES", "SYNC_ROUNDS_FACTOR",
-           "TP_SHAPES", "measure_host_overheads"]
+           "TP_SHAPES", "measure_host_overheads", "tp_block_samples"]
 
 OPTIM_PARAMS = 4  # parameters in the optimizer microbenchmark
 # lists that describe the measured configurations, the same on every rank: kept once
@@ -189,7 +189,7 @@ def _mlp_block(nn: Any, hidden: int, width: int) -> Any:
     those names, for ``parallelize_module``)."""
     import torch.nn.functional as F
 
-    class MlpBlock(nn.Module):  # type: ignore[misc, name-defined]
+    class MlpBlock(nn.Module):
         def __init__(self) -> None:
             super().__init__()
             self.norm = nn.LayerNorm(hidden)
@@ -221,7 +221,9 @@ def _fw_bw_cpu(model: Any, x: Any) -> tuple[float, float]:
     return f, b
 
 
-def _tensor_parallel(mesh: Any, reps: int) -> dict[str, list[float]]:
+def tp_block_samples(mesh: Any, reps: int) -> dict[str, list[float]]:
+    """The tensor-parallel MLP block's samples of the module docstring (``tp_block_*``,
+    ``tp_act_bytes``), ``reps`` rounds on ``mesh``; collective: every rank of it calls."""
     import torch
     from torch import nn
     from torch.distributed.tensor.parallel import (
@@ -370,7 +372,7 @@ def measure_host_overheads(rank: int, nproc: int, work: Callable[[], Any], *,
     reps = _SAMPLES
     # the world mesh: tensor parallelism over every profiled rank, as the job's
     world = init_device_mesh("cpu", (nproc,))
-    out.update(_tensor_parallel(world, reps))
+    out.update(tp_block_samples(world, reps))
     out.update(_optimizer(world, reps))
     out.update(_fsdp(world, reps))
     out.update(_ddp(reps))
