@@ -15,6 +15,9 @@ steps, measured side by side in the same two gloo processes:
   measure_host_overheads`' tensor-parallel MLP block, per Linear) at the same moment;
 * **pair**: the isolated Colwise + Rowwise Linear pair on 2-D input that needs no grad,
   which ``profile-comm`` measured before, at the same activation sizes;
+* **optimizer**: a per-parameter-loop AdamW step right after each backward, TP model
+  minus plain, per DTensor parameter, against the block's (``simulate``'s figure for a
+  tensor-parallel loop) and the back-to-back microbenchmark's (before);
 * **local ÷ whole**: forward + backward of the plain local-shard model over the plain whole
   model's — the sharded compute, which ``simulate``'s sharding rule
   (:func:`echo_sim.workload.tensor_parallel.tp_factors`) predicts from a one-process trace.
@@ -35,6 +38,7 @@ Writes the JSON and prints a markdown table; takes about a minute on 2 cores.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import statistics
@@ -135,9 +139,11 @@ def _parallelize(model: Any, plan_of: Callable[[Any], dict[str, Any]], under: st
     return model
 
 
-def _fw_bw(model: Any, loss: Callable[[Any], Any]) -> tuple[float, float]:
-    """Thread CPU µs of the forward (with the loss) and of the backward, after a barrier; a
-    non-scalar output is summed in the backward's time (as the microbenchmarks do)."""
+def _fw_bw(model: Any, loss: Callable[[Any], Any],
+           opt: Any = None) -> tuple[float, float, float]:
+    """Thread CPU µs of the forward (with the loss), of the backward and of ``opt.step()``
+    right after it (0 without ``opt``), after a barrier; a non-scalar output is summed in
+    the backward's time (as the microbenchmarks do)."""
     import torch.distributed as dist
 
     dist.barrier()
@@ -146,8 +152,11 @@ def _fw_bw(model: Any, loss: Callable[[Any], Any]) -> tuple[float, float]:
     c1 = time.thread_time()
     (out if out.dim() == 0 else out.sum()).backward()
     c2 = time.thread_time()
+    if opt is not None:
+        opt.step()
+    c3 = time.thread_time()
     model.zero_grad(set_to_none=True)
-    return (c1 - c0) * 1e6, (c2 - c1) * 1e6
+    return (c1 - c0) * 1e6, (c2 - c1) * 1e6, (c3 - c2) * 1e6
 
 
 def _pair(mesh: Any, samples: int, sizes: Sequence[tuple[int, int]]) -> list[tuple[float, float]]:
@@ -171,22 +180,29 @@ def _pair(mesh: Any, samples: int, sizes: Sequence[tuple[int, int]]) -> list[tup
         def loss(m: Any, x: Any = x) -> Any:
             return m(x)
 
-        out.append(_per_linear(tp, plain, loss, 2, samples))
+        f, b, _ = _per_linear(tp, plain, loss, 2, samples)
+        out.append((f, b))
     return out
 
 
-def _per_linear(tp: Any, plain: Any, loss: Callable[[Any], Any], n: int,
-                samples: int) -> tuple[float, float]:
-    """(median TP - median plain) / n for forward and backward, samples interleaved."""
-    for _ in range(2):  # warm-up: caches, sharding propagation
-        _fw_bw(tp, loss)
-        _fw_bw(plain, loss)
-    got: list[list[float]] = [[], [], [], []]
-    for _ in range(samples):
-        for i, v in enumerate((*_fw_bw(tp, loss), *_fw_bw(plain, loss))):
-            got[i].append(v)
+def _per_linear(tp: Any, plain: Any, loss: Callable[[Any], Any], n: int, samples: int,
+                n_dt: int = 0) -> tuple[float, float, float]:
+    """(median TP - median plain) / n for forward and backward, samples interleaved; with
+    ``n_dt`` (the TP model's DTensor parameters) also a per-parameter-loop AdamW step right
+    after each backward, (median TP - median plain) / ``n_dt`` (else 0)."""
+    import torch
+
+    opts = ((torch.optim.AdamW(tp.parameters(), foreach=False),
+             torch.optim.AdamW(plain.parameters(), foreach=False)) if n_dt else (None, None))
+    got: list[list[float]] = [[] for _ in range(6)]
+    for i in range(samples + 2):  # two warm-up rounds: caches, sharding propagation, state
+        row = (*_fw_bw(tp, loss, opts[0]), *_fw_bw(plain, loss, opts[1]))
+        if i >= 2:
+            for j, v in enumerate(row):
+                got[j].append(v)
     med = [statistics.median(v) for v in got]
-    return (med[0] - med[2]) / n, (med[1] - med[3]) / n
+    return ((med[0] - med[3]) / n, (med[1] - med[4]) / n,
+            (med[2] - med[5]) / n_dt if n_dt else 0.0)
 
 
 def _ratio(local: Any, whole: Any, loss: Callable[[Any], Any], samples: int) -> float:
@@ -195,7 +211,7 @@ def _ratio(local: Any, whole: Any, loss: Callable[[Any], Any], samples: int) -> 
     got: list[list[float]] = [[], []]
     for i in range(samples + 2):
         for j, m in enumerate((local, whole)):
-            f, b = _fw_bw(m, loss)
+            f, b, _ = _fw_bw(m, loss)
             if i >= 2:  # warm-up
                 got[j].append(f + b)
     return statistics.median(got[0]) / statistics.median(got[1])
@@ -207,10 +223,20 @@ def worker(models: Sequence[str], samples: int, rounds: int, out: Path) -> None:
     import torch
     import torch.distributed as dist
     from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import DTensor
 
     from echo_sim.cost.comm_profile import CommProfile
-    from echo_sim.cost.cpu_overheads import dtensor_dispatch
-    from echo_sim.measure.host_overheads import TP_SHAPES, tp_block_samples
+    from echo_sim.cost.cpu_overheads import (
+        dtensor_dispatch,
+        optimizer_per_param,
+        tp_optimizer_per_param,
+    )
+    from echo_sim.measure.host_overheads import (
+        OPTIM_PARAMS,
+        TP_SHAPES,
+        optimizer_samples,
+        tp_block_samples,
+    )
 
     torch.set_num_threads(1)
     dist.init_process_group("gloo")
@@ -223,8 +249,9 @@ def worker(models: Sequence[str], samples: int, rounds: int, out: Path) -> None:
     pair_sizes = [(b * t, h) for b, t, h in TP_SHAPES]
     for _ in range(rounds):
         for m, (tp, plain, whole, n, loss, _) in built.items():
-            f, b = _per_linear(tp, plain, loss, n, samples)
-            res["models"][m]["rounds"].append({"fw_us": f, "bw_us": b,
+            n_dt = sum(isinstance(q, DTensor) for q in tp.parameters())
+            f, b, u = _per_linear(tp, plain, loss, n, samples, n_dt)
+            res["models"][m]["rounds"].append({"fw_us": f, "bw_us": b, "optim_us_per_param": u,
                                                "local_over_whole": _ratio(plain, whole, loss,
                                                                           samples)})
         # the block as profile-comm measures and simulate reads it (one rank's samples)
@@ -232,9 +259,14 @@ def worker(models: Sequence[str], samples: int, rounds: int, out: Path) -> None:
         prof = CommProfile(backend="gloo", device="cpu", host="", world_size=world,
                            samples={}, calibration=cal)
         cost = dtensor_dispatch(prof)
-        assert cost is not None
+        after = tp_optimizer_per_param(prof)
+        back = optimizer_per_param(dataclasses.replace(prof, calibration=optimizer_samples(
+            mesh, samples)), foreach=False, params=OPTIM_PARAMS)
+        assert cost is not None and after is not None and back is not None
         res["block"].append({"fw_a_us": cost.fw_a_us, "fw_b_us_per_byte": cost.fw_b_us_per_byte,
-                             "bw_a_us": cost.bw_a_us, "bw_b_us_per_byte": cost.bw_b_us_per_byte})
+                             "bw_a_us": cost.bw_a_us, "bw_b_us_per_byte": cost.bw_b_us_per_byte,
+                             "optim_us_per_param": after.value,
+                             "optim_back_to_back_us_per_param": back.value})
         res["pair"].append([{"act_bytes": 4.0 * t * h, "fw_us": f, "bw_us": b}
                             for (t, h), (f, b) in zip(pair_sizes, _pair(mesh, samples,
                                                                           pair_sizes),
@@ -263,8 +295,9 @@ def table(res: dict[str, Any]) -> str:
         return lo if lo == hi else f"{lo}–{hi}"
 
     lines = ["| model | sharded Linears | activation | in-model fw / bw µs | block fw / bw µs | "
-             "pair fw / bw µs | in-model ÷ block (fw+bw) | local shards ÷ whole model |",
-             "|---|---|---|---|---|---|---|---|"]
+             "pair fw / bw µs | in-model ÷ block (fw+bw) | optimizer µs per DTensor "
+             "parameter: in-model / block after backward / back to back | local shards ÷ "
+             "whole model |", "|---|---|---|---|---|---|---|---|---|"]
     for m, r in res["models"].items():
         act = r["act_bytes"]
         fw = [x["fw_us"] for x in r["rounds"]]
@@ -276,7 +309,10 @@ def table(res: dict[str, Any]) -> str:
         ratio = [(f + b) / (x + y) for f, b, x, y in zip(fw, bw, bf, bb, strict=True)]
         lines.append(f"| {m} | {r['sharded_linears']} | {act / 1024:.0f} KiB | {rng(fw)} / "
                      f"{rng(bw)} | {rng(bf)} / {rng(bb)} | {rng(pf)} / {rng(pb)} | "
-                     f"{rng(ratio, 2)} | {rng([x['local_over_whole'] for x in r['rounds']], 3)} |")
+                     f"{rng(ratio, 2)} | {rng([x['optim_us_per_param'] for x in r['rounds']])}"
+                     f" / {rng([b['optim_us_per_param'] for b in res['block']])} / "
+                     f"{rng([b['optim_back_to_back_us_per_param'] for b in res['block']])} | "
+                     f"{rng([x['local_over_whole'] for x in r['rounds']], 3)} |")
     return "\n".join(lines)
 
 

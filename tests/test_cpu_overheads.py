@@ -25,6 +25,7 @@ from echo_sim.cost.cpu_overheads import (
     plane_fit,
     robust,
     skew,
+    tp_optimizer_per_param,
 )
 from echo_sim.errors import ProfileError
 from echo_sim.measure.host_overheads import OPTIM_PARAMS
@@ -177,6 +178,45 @@ def test_dtensor_dispatch_from_the_transformer_mlp_block() -> None:
     # and a block sample list of the wrong length is no model, not a fall back to the pair
     bad = {**cal, "tp_block_bw_cpu_us": cal["tp_block_bw_cpu_us"][:-1]}
     assert dtensor_dispatch(dataclasses.replace(block, calibration=bad)) is None
+
+
+def test_tensor_parallel_optimizer_as_measured_after_a_backward(tmp_path: Path) -> None:
+    block = load_comm_profile(BLOCK_FIXTURE)
+    cal = block.calibration
+    got = tp_optimizer_per_param(block)
+    assert got is not None and "right after a backward" in got.note
+    # the sharded block's fc1/fc2 weights and biases; its LayerNorm stays plain
+    assert cal["tp_block_dtensor_params"] == [4.0]
+    assert got.value == pytest.approx(max(statistics.median(cal["tp_block_optim_cpu_us"])
+                                          - statistics.median(cal["tp_block_plain_optim_cpu_us"]),
+                                          0.0) / 4)
+    # the back-to-back step of the same profile costs less per DTensor parameter: the
+    # backward leaves caches the optimizer pays for (a recorded host, not a law: > 0 here)
+    back = optimizer_per_param(block, foreach=False, params=OPTIM_PARAMS)
+    assert back is not None and got.value > back.value > 0
+    assert tp_optimizer_per_param(load_comm_profile(MESH_FIXTURE)) is None  # made before
+    # simulate adds it per DTensor parameter of a tensor-parallel stage's loop, not FSDP2's
+    tr = gpt_trace(2)
+    path = save_comm_profile(block, tmp_path / "b.json")
+    bare = save_comm_profile(dataclasses.replace(block, calibration={
+        k: v for k, v in cal.items() if not k.startswith("tp_block_optim")
+        and not k.startswith("tp_block_plain_optim")}), tmp_path / "n.json")
+    kw: dict = dict(tp=2, vocab_parallel=False, optimizer_foreach=False)
+    tp = simulate(tr, SimConfig(comm_profile=str(path), **kw))
+    old = simulate(tr, SimConfig(comm_profile=str(bare), **kw))
+    assert any("right after a backward" in m for m in tp.models)
+    assert not any("right after a backward" in m for m in old.models)
+    wl = extract_workload(tr)
+    owned = params_per_module(wl)
+    n_dt = sum(owned.get(o.module, 0) for o in wl.ops
+               if o.phase == "F" and o.role in ("column", "row"))
+    assert n_dt > 0
+    slowdown = tp.calibration["compute_contention"]["value"]  # scales every op alike
+    assert tp.ranks[0].compute_us - old.ranks[0].compute_us == pytest.approx(
+        n_dt * (got.value - back.value) * slowdown, rel=1e-6)
+    fsdp = simulate(tr, SimConfig(dp=2, fsdp=True, optimizer_foreach=False,
+                                  comm_profile=str(path)))
+    assert not any("right after a backward" in m for m in fsdp.models)
 
 
 def test_optimizer_per_param_from_thread_cpu_medians(mesh_prof: CommProfile) -> None:

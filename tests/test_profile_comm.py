@@ -219,8 +219,10 @@ def test_gloo_profile_carries_host_calibration() -> None:
     # the tensor-parallel MLP block: 15 rounds x every size x 2 ranks, thread CPU times
     assert cal["tp_act_bytes"] == [float(b * t * h * 4) for b, t, h in TP_SHAPES]
     for key in ("tp_block_fw_cpu_us", "tp_block_bw_cpu_us", "tp_block_plain_fw_cpu_us",
-                "tp_block_plain_bw_cpu_us"):
+                "tp_block_plain_bw_cpu_us", "tp_block_optim_cpu_us",
+                "tp_block_plain_optim_cpu_us"):
         assert len(cal[key]) == 15 * len(TP_SHAPES) * 2 and min(cal[key]) > 0, key
+    assert cal["tp_block_dtensor_params"] == [4.0]  # kept once: the same on every rank
     assert "tp_fw_cpu_us" not in cal  # the isolated pair of older profiles
     # FSDP2 on the world mesh: one median per configuration and rank
     assert cal["fsdp_params"] == [2.0 * n for n, _ in FSDP_CONFIGS]

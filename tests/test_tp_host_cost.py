@@ -16,11 +16,14 @@ REPO = Path(__file__).resolve().parents[1]
 
 def _result() -> dict:
     block = {"fw_a_us": 500.0, "fw_b_us_per_byte": 400.0 / (1 << 20), "bw_a_us": 450.0,
-             "bw_b_us_per_byte": 300.0 / (1 << 20)}
+             "bw_b_us_per_byte": 300.0 / (1 << 20), "optim_us_per_param": 150.0,
+             "optim_back_to_back_us_per_param": 110.0}
     return {"models": {"gpt": {"sharded_linears": 8, "act_bytes": float(1 << 19),
                                "rounds": [{"fw_us": 700.0, "bw_us": 600.0,
+                                           "optim_us_per_param": 140.0,
                                            "local_over_whole": 0.6},
                                           {"fw_us": 640.0, "bw_us": 660.0,
+                                           "optim_us_per_param": 160.0,
                                            "local_over_whole": 0.625}]}},
             "block": [block, block],
             "pair": [[{"act_bytes": 8192.0, "fw_us": 300.0, "bw_us": 320.0},
@@ -33,7 +36,7 @@ def test_table_puts_the_block_at_the_models_activation_bytes() -> None:
     # 512 KiB: block fw 500 + 400 * 0.5 = 700, bw 450 + 150 = 600; the pair's nearest size
     assert "| 8 | 512 KiB | 640–700 / 600–660 | 700 / 600 | 450 / 500 |" in row
     # in-model / block, forward + backward, per round: 1300 / 1300 both
-    assert row.endswith("| 1.00 | 0.600–0.625 |")
+    assert row.endswith("| 1.00 | 140–160 / 150 / 110 | 0.600–0.625 |")
 
 
 def test_bad_arguments_are_one_line_errors(capsys: pytest.CaptureFixture[str]) -> None:
@@ -59,7 +62,9 @@ def test_the_benchmark_measures_a_real_tp_step(tmp_path: Path) -> None:
     assert r["fw_us"] + r["bw_us"] > 100
     # half the heads and half the MLP: between a quarter and the whole of the model's compute
     assert 0.25 < r["local_over_whole"] < 1.0
+    assert r["optim_us_per_param"] > 0  # AdamW's loop pays DTensor's dispatch per parameter
     (b,) = res["block"]
     assert b["fw_a_us"] + b["bw_a_us"] > 100 and min(b.values()) >= 0
+    assert b["optim_us_per_param"] > 0 and b["optim_back_to_back_us_per_param"] > 0
     assert [p["act_bytes"] for p in res["pair"][0]] == [8192.0, 524288.0]
     assert res["machine"]["nproc"] == 2 and "| gpt | 8 | 256 KiB |" in done.stdout

@@ -29,6 +29,12 @@ spread:
   the model, the block ~0.9-1.1x. Each sample is the calling thread's **CPU time**
   (``time.thread_time``): a peer wait blocks the thread and does not enter it, and
   neither does preemption by other load;
+* ``tp_block_optim_cpu_us`` / ``tp_block_plain_optim_cpu_us``: one per-parameter-loop
+  AdamW step (``foreach=False``, as a job with DTensor and plain parameters runs it) over
+  each block's parameters right after its backward — the way a job meets its optimizer,
+  caches as the backward left them (back to back, the same step costs ~0.7x as much per
+  DTensor parameter); ``tp_block_dtensor_params`` DTensor parameters of the sharded block's
+  (the LayerNorm's two stay plain);
 * ``optim_plain_loop_cpu_us`` / ``optim_dtensor_loop_cpu_us`` /
   ``optim_plain_foreach_cpu_us`` / ``optim_dtensor_foreach_cpu_us``: one AdamW step over
   :data:`OPTIM_PARAMS` small parameters, per-parameter (``foreach=False``) or multi-tensor
@@ -70,12 +76,13 @@ from collections.abc import Callable
 from typing import Any
 
 __all__ = ["CONFIG_KEYS", "DDP_CONFIGS", "FSDP_CONFIGS", "FSDP_UNITS", "OPTIM_PARAMS", "OVERLAP_BYTES", "SYNC_ROUNDS_FACTOR",
-           "TP_SHAPES", "measure_host_overheads", "tp_block_samples"]
+           "TP_SHAPES", "measure_host_overheads", "optimizer_samples",
+           "tp_block_samples"]
 
 OPTIM_PARAMS = 4  # parameters in the optimizer microbenchmark
 # lists that describe the measured configurations, the same on every rank: kept once
-CONFIG_KEYS = frozenset({"tp_act_bytes", "fsdp_params", "fsdp_unit_bytes", "ddp_params",
-                         "ddp_bytes"})
+CONFIG_KEYS = frozenset({"tp_act_bytes", "tp_block_dtensor_params", "fsdp_params",
+                         "fsdp_unit_bytes", "ddp_params", "ddp_bytes"})
 FSDP_UNITS = 2  # fully_shard units in the FSDP2 microbenchmark
 # (Linears per unit, their width): a per-unit, a per-parameter and a per-byte part
 FSDP_CONFIGS = ((1, 32), (3, 32), (1, 256))
@@ -226,6 +233,7 @@ def tp_block_samples(mesh: Any, reps: int) -> dict[str, list[float]]:
     ``tp_act_bytes``), ``reps`` rounds on ``mesh``; collective: every rank of it calls."""
     import torch
     from torch import nn
+    from torch.distributed.tensor import DTensor
     from torch.distributed.tensor.parallel import (
         ColwiseParallel,
         RowwiseParallel,
@@ -233,8 +241,9 @@ def tp_block_samples(mesh: Any, reps: int) -> dict[str, list[float]]:
     )
 
     n = mesh.size()
-    keys = ("tp_block_fw_cpu_us", "tp_block_bw_cpu_us", "tp_block_plain_fw_cpu_us",
-            "tp_block_plain_bw_cpu_us")
+    keys = ("tp_block_fw_cpu_us", "tp_block_bw_cpu_us", "tp_block_optim_cpu_us",
+            "tp_block_plain_fw_cpu_us", "tp_block_plain_bw_cpu_us",
+            "tp_block_plain_optim_cpu_us")
     out: dict[str, list[float]] = {k: [] for k in (*keys, "tp_act_bytes")}
     cases = []
     for shape in TP_SHAPES:
@@ -242,22 +251,29 @@ def tp_block_samples(mesh: Any, reps: int) -> dict[str, list[float]]:
         x = torch.randn(*shape, requires_grad=True)
         tp = parallelize_module(_mlp_block(nn, h, 4 * h), mesh,
                                 {"fc1": ColwiseParallel(), "fc2": RowwiseParallel()})
-        cases.append((x, tp, _mlp_block(nn, h, 4 * h // n)))
+        local = _mlp_block(nn, h, 4 * h // n)
+        cases.append((x, [(tp, torch.optim.AdamW(tp.parameters(), foreach=False), "tp_block"),
+                          (local, torch.optim.AdamW(local.parameters(), foreach=False),
+                           "tp_block_plain")]))
         out["tp_act_bytes"].append(float(x.numel() * x.element_size()))
+        out["tp_block_dtensor_params"] = [float(sum(isinstance(q, DTensor)
+                                                    for q in tp.parameters()))]
 
-    for x, tp, local in cases:  # warm-up: caches, sharding propagation
-        _fw_bw_cpu(tp, x)
-        _fw_bw_cpu(local, x)
-    for _ in range(reps):  # interleaved, so that drift hits both alike; sizes round-robin
-        for x, tp, local in cases:
-            for (f, b), pre in ((_fw_bw_cpu(tp, x), "tp_block"),
-                                (_fw_bw_cpu(local, x), "tp_block_plain")):
-                out[f"{pre}_fw_cpu_us"].append(f)
-                out[f"{pre}_bw_cpu_us"].append(b)
+    for i in range(reps + 1):  # interleaved, so that drift hits both alike; sizes round-robin
+        for x, models in cases:
+            for model, opt, pre in models:
+                f, b = _fw_bw_cpu(model, x)
+                u = _cpu_us(opt.step)
+                if i:  # the first round warms caches, sharding propagation, optimizer state
+                    out[f"{pre}_fw_cpu_us"].append(f)
+                    out[f"{pre}_bw_cpu_us"].append(b)
+                    out[f"{pre}_optim_cpu_us"].append(u)
     return out
 
 
-def _optimizer(mesh: Any, reps: int) -> dict[str, list[float]]:
+def optimizer_samples(mesh: Any, reps: int) -> dict[str, list[float]]:
+    """The back-to-back optimizer samples of the module docstring (``optim_*``), ``reps``
+    rounds on ``mesh``."""
     import torch
     from torch.distributed.tensor import Shard, distribute_tensor
 
@@ -373,7 +389,7 @@ def measure_host_overheads(rank: int, nproc: int, work: Callable[[], Any], *,
     # the world mesh: tensor parallelism over every profiled rank, as the job's
     world = init_device_mesh("cpu", (nproc,))
     out.update(tp_block_samples(world, reps))
-    out.update(_optimizer(world, reps))
+    out.update(optimizer_samples(world, reps))
     out.update(_fsdp(world, reps))
     out.update(_ddp(reps))
     out["copy_bytes_per_us"] = _copy_bw(reps)

@@ -9,7 +9,8 @@ communication profile with host calibration samples, this adds, on the compute s
   replicated activation's bytes (a column op's input, a row op's output), and the
   optimizer's extra cost per DTensor parameter — per-parameter loop when the rank holds a
   mix of DTensor and plain parameters (foreach kernels take no mix), else the configured
-  implementation;
+  implementation; the loop priced as measured right after the MLP block's backward where
+  the profile has it;
 * FSDP2: the per-unit hook cost (forward and backward of every unit, each micro-batch) by
   its parameters and unsharded bytes (plus its copy-in/copy-out bytes at memcpy bandwidth
   for older profiles, whose hook cost did not hold them), and the optimizer's extra cost per (DTensor) parameter;
@@ -36,6 +37,7 @@ from echo_sim.cost.cpu_overheads import (
     fsdp_copy_us,
     fsdp_unit,
     optimizer_per_param,
+    tp_optimizer_per_param,
 )
 from echo_sim.workload.build import Layout, Plan, StagePlan
 from echo_sim.workload.fsdp import fsdp_units
@@ -111,7 +113,10 @@ def apply_host_costs(plan: Plan, workload: Workload, layout: Layout, *,
         if not n_dt:
             continue
         mixed = n_dt < n_all
-        per = optimizer_per_param(profile, foreach=foreach and not mixed, params=OPTIM_PARAMS)
+        loop = not foreach or mixed
+        # a tensor-parallel stage's loop as measured after a backward; else back to back
+        per = ((tp_optimizer_per_param(profile) if loop and not fsdp else None)
+               or optimizer_per_param(profile, foreach=not loop, params=OPTIM_PARAMS))
         if per is None:
             continue
         plan.update_us[s] += n_dt * per.value * slowdown
