@@ -42,8 +42,9 @@ contention factor like every other op.
   loop, measured the way the job meets it: the step right after the MLP block's backward
   (``(t_step(TP block) - t_step(plain block)) / n_dtensor``, medians of thread CPU times).
   Inside the example GPT's, the Llama's and BERT's TP steps the extra per DTensor parameter
-  was 146 / 173 / 129 µs, the block's 134–175 µs and the back-to-back step's 108 µs
-  (probe, 2026-11-27): the backward leaves caches that the optimizer pays for.
+  was 153–160 / 173–185 / 123–138 µs, the block's after its backward 177–188 µs and the
+  back-to-back step's 115–120 µs (``benchmarks/tp_host_cost.py``, 2026-11-27): the
+  backward leaves caches that the optimizer pays for.
 * :func:`skew` — rank skew between synchronisations on a shared host: the wait at a
   synchronisation grows with the compute before it (peers drift apart, and a process that
   used its time slice is woken later). Measured directly: a small all-reduce after ``W`` =

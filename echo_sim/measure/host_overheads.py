@@ -24,9 +24,10 @@ spread:
   forward's all-reduce after ``fc2``, the backward's of ``fc1``'s input gradient) and the
   waits' bookkeeping, as in a Megatron-style job — against the plain block of the local
   shard's shapes. An isolated Linear pair on two-dimensional input that needs no gradient
-  misses part of that: no input-gradient all-reduce, fewer DTensor ops per ``linear``; on
-  the example GPT's tensor-parallel step it gave ~0.7x the per-Linear cost measured inside
-  the model, the block ~0.9-1.1x. Each sample is the calling thread's **CPU time**
+  misses part of that: no input-gradient all-reduce, fewer DTensor ops per ``linear``; in
+  the example GPT's, a Llama's and BERT's tensor-parallel steps it gave ~0.6-0.7x the
+  per-Linear cost measured inside the model, the block 0.9-1.2x
+  (``benchmarks/tp_host_cost.py``). Each sample is the calling thread's **CPU time**
   (``time.thread_time``): a peer wait blocks the thread and does not enter it, and
   neither does preemption by other load;
 * ``tp_block_optim_cpu_us`` / ``tp_block_plain_optim_cpu_us``: one per-parameter-loop
