@@ -26,17 +26,23 @@ MODEL = ("--layers", "2", "--hidden", "64", "--heads", "4", "--kv-heads", "2", "
          "--trace-start", "2", "--trace-end", "4")
 
 
+def _trace_single_and_tp(script: str, model: tuple[str, ...], root: Path) -> str:
+    """Trace ``script``'s model in one process (``root/single``) and as a 2-process
+    tensor-parallel job (``root/tp``); the job's stderr."""
+    one = run_python([script, "--layout", "single", "--trace-dir", str(root / "single"),
+                      *model], env={"OMP_NUM_THREADS": "1"}, timeout=240, cwd=REPO)
+    assert one.returncode == 0, one.stderr[-2000:]
+    two = run_torchrun([script, "--layout", "tp", "--trace-dir", str(root / "tp"), *model],
+                       env={"OMP_NUM_THREADS": "1"}, timeout=300, cwd=REPO)
+    assert two.returncode == 0, two.stderr[-2000:]
+    return two.stderr
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("llama_tp")
-    single, tp = root / "single", root / "tp"
-    one = run_python([SCRIPT, "--layout", "single", "--trace-dir", str(single), *MODEL],
-                     env={"OMP_NUM_THREADS": "1"}, timeout=240, cwd=REPO)
-    assert one.returncode == 0, one.stderr[-2000:]
-    two = run_torchrun([SCRIPT, "--layout", "tp", "--trace-dir", str(tp), *MODEL],
-                       env={"OMP_NUM_THREADS": "1"}, timeout=300, cwd=REPO)
-    assert two.returncode == 0, two.stderr[-2000:]
-    return {"single": single, "tp": tp}
+    _trace_single_and_tp(SCRIPT, MODEL, root)
+    return {"single": root / "single", "tp": root / "tp"}
 
 
 def _traced_collectives(path: Path) -> Counter[tuple[str, int]]:
@@ -97,15 +103,10 @@ def test_bert_megatron_plan_matches_the_simulated_collectives(tmp_path: Path) ->
     from echo_sim.sim.simulate import SimConfig, simulate
 
     single, tp = tmp_path / "single", tmp_path / "tp"
-    one = run_python([BERT, "--layout", "single", "--trace-dir", str(single), *BERT_MODEL],
-                     env={"OMP_NUM_THREADS": "1"}, timeout=240, cwd=REPO)
-    assert one.returncode == 0, one.stderr[-2000:]
-    two = run_torchrun([BERT, "--layout", "tp", "--trace-dir", str(tp), *BERT_MODEL],
-                       env={"OMP_NUM_THREADS": "1"}, timeout=300, cwd=REPO)
-    assert two.returncode == 0, two.stderr[-2000:]
+    err = _trace_single_and_tp(BERT, BERT_MODEL, tmp_path)
     # both ranks computed the same replicated loss (their dropout draws agree)
-    losses = re.findall(r"last loss ([0-9.]+)", two.stderr)
-    assert len(losses) == 2 and len(set(losses)) == 1, two.stderr[-2000:]
+    losses = re.findall(r"last loss ([0-9.]+)", err)
+    assert len(losses) == 2 and len(set(losses)) == 1, err[-2000:]
     res = simulate(load_trace(single), SimConfig(tp=2, vocab_parallel=False), keep=True)
     assert res.built is not None
     simulated = Counter((coll, int(nbytes)) for name, coll, nbytes, grp
