@@ -25,7 +25,7 @@ spread:
   waits' bookkeeping, as in a Megatron-style job — against the plain block of the local
   shard's shapes. An isolated Linear pair on two-dimensional input that needs no gradient
   misses part of that: no input-gradient all-reduce, fewer DTensor ops per ``linear``; in
-  the example GPT's, a Llama's and BERT's tensor-parallel steps it gave ~0.6-0.7x the
+  the example GPT's, a Llama's and BERT's tensor-parallel steps it gave ~0.55-0.8x the
   per-Linear cost measured inside the model, the block 0.9-1.2x
   (``benchmarks/tp_host_cost.py``). Each sample is the calling thread's **CPU time**
   (``time.thread_time``): a peer wait blocks the thread and does not enter it, and
