@@ -56,6 +56,13 @@ Models: the example GPT / CNN (``examples/train.py``) and three families that ar
 ``bert``: ddp and fsdp) and a hand-written CIFAR-style ResNet with BatchNorm
 (``benchmarks/workloads/resnet.py``, size ``resnet``: ddp and fsdp).
 
+Where the step goes: the worker also records each step's CPU time of the calling (compute)
+thread (``time.thread_time``; gloo's collectives run on their own threads, a blocked wait
+takes none). Per row, the slowest rank's median host CPU and off-CPU time (the rest of its
+step: collective waits and preemption) are printed beside the prediction's compute and
+exposed communication (rank 0's ``simulate`` breakdown), so that an error in the host
+costs and one in the collectives' prices, which can cancel in the step time, show apart.
+
 Memory: each process (the traced one too) runs through this file's ``--worker`` entry, which
 records RSS after the process group is up but *before the model is built* and the process's
 peak RSS (``ru_maxrss``) after training (CUDA: the allocator peak). measured delta = max over
@@ -215,6 +222,18 @@ def _worker(argv: list[str]) -> int:
     rank = dist.get_rank() if dist.is_initialized() else 0
     rss0 = psutil.Process().memory_info().rss
     job = build_job(cfg)
+    cpu_s: list[float] = []
+    step = job.step
+
+    def timed_step(index: int) -> Any:
+        """The job's step, and the calling (compute) thread's CPU time in it."""
+        c0 = time.thread_time()
+        try:
+            return step(index)
+        finally:
+            cpu_s.append(time.thread_time() - c0)
+
+    job.step = timed_step
     try:
         train(cfg, job)
     finally:
@@ -223,7 +242,8 @@ def _worker(argv: list[str]) -> int:
                      else None)
         out.mkdir(parents=True, exist_ok=True)
         (out / f"rank{rank}.json").write_text(json.dumps({
-            "rank": rank, "step_s": job.step_s, "rss_before_model_bytes": rss0,
+            "rank": rank, "step_s": job.step_s, "step_cpu_s": cpu_s,
+            "rss_before_model_bytes": rss0,
             "peak_rss_bytes": peak, "peak_cuda_allocated_bytes": cuda_peak,
             "malloc": malloc_settings()}))
         if dist.is_initialized():
@@ -276,6 +296,23 @@ def _launch(flags: list[str], out: Path, nproc: int, timeout: float,
 def _slowest_steps(recs: list[dict[str, Any]], warmup: int) -> list[float]:
     n = min(len(r["step_s"]) for r in recs)
     return [max(r["step_s"][i] for r in recs) for i in range(warmup, n)]
+
+
+def _split_us(recs: list[dict[str, Any]], warmup: int) -> tuple[float, float] | None:
+    """(host CPU, off-CPU) µs per step of the slowest rank, medians over steps after
+    ``warmup``: its compute thread's CPU time, and the rest of its step (collective waits,
+    preemption); None for records without per-step CPU times."""
+    if not all(len(r.get("step_cpu_s", ())) == len(r["step_s"]) for r in recs):
+        return None
+    n = min(len(r["step_s"]) for r in recs)
+    cpu, off = [], []
+    for i in range(warmup, n):
+        r = max(recs, key=lambda r: r["step_s"][i])
+        cpu.append(r["step_cpu_s"][i])
+        off.append(max(r["step_s"][i] - r["step_cpu_s"][i], 0.0))
+    if not cpu:
+        return None
+    return statistics.median(cpu) * 1e6, statistics.median(off) * 1e6
 
 
 def _iteration_us(recs: list[dict[str, Any]], warmup: int) -> float:
@@ -565,6 +602,13 @@ def run_benchmark(cases: tuple[Case, ...], *, reps: int, steps: int, warmup: int
                     load_avg_1min=row["load_avg_after"][0])
                 row["mem_error_pct"] = round(_err_pct(row["predicted_mem_delta_bytes"],
                                                       row["measured_mem_delta_bytes"]), 2)
+                split = _split_us(recs, warmup)
+                if split is not None and pred["breakdown"]:
+                    b0 = pred["breakdown"][0]
+                    row["split"] = {"measured_cpu_us": round(split[0], 1),
+                                    "measured_off_cpu_us": round(split[1], 1),
+                                    "predicted_compute_us": b0["compute_us"],
+                                    "predicted_exposed_comm_us": b0["exposed_comm_us"]}
                 if pred_b is not None:
                     row.update(second_predicted_us=round(pred_b["iteration_time_us"], 1),
                                second_error_pct=round(_err_pct(pred_b["iteration_time_us"],
@@ -751,6 +795,10 @@ def _summarise(cases: tuple[Case, ...], raw: dict[str, list[dict[str, Any]]],
                        **_second(ok, m),
                        measured_mem_delta_bytes=int(mm), predicted_mem_delta_bytes=int(pm),
                        mem_error_pct=round(_err_pct(pm, mm), 2))
+            splits = [r["split"] for r in ok if "split" in r]
+            if splits and len(splits) == len(ok):
+                row["split"] = {k: round(statistics.median(x[k] for x in splits), 1)
+                                for k in splits[0]}
         else:
             row["error"] = "; ".join(r.get("error", "") for r in raw[c.name]) or "no runs"
         rows.append(row)
@@ -882,6 +930,7 @@ def table(doc: dict[str, Any]) -> str:
             "median_noise_pct")
         lines.append(f"| {lay} | {'-' if t is None else f'{t:.1f}'} | "
                      f"{'-' if n is None else f'{n:.1f}'} | {'-' if m is None else f'{m:.1f}'} |")
+    lines += _split_lines(doc["cases"])
     second = [r for r in doc["cases"] if "second_error_pct" in r]
     if second:
         lines += ["", f"Second profile ({doc['method'].get('second_comm_profile', '?')}), the "
@@ -892,6 +941,26 @@ def table(doc: dict[str, Any]) -> str:
     lines += _load_lines(doc["machine"])
     lines += _argv_lines(doc)
     return "\n".join(lines)
+
+
+def _split_lines(cases: list[dict[str, Any]]) -> list[str]:
+    """Where each row's step goes, measured against predicted (rows with the split)."""
+    rows = [r for r in cases if "split" in r]
+    if not rows:
+        return []
+    lines = ["", "Where the step goes (medians; measured: the slowest rank's compute thread "
+             "CPU time and the rest of its step; predicted: rank 0's compute and exposed "
+             "communication):", "",
+             "| layout | model | measured CPU ms | predicted compute ms | CPU error % "
+             "| measured off-CPU ms | predicted exposed comm ms |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        x = r["split"]
+        cpu, comp = x["measured_cpu_us"], x["predicted_compute_us"]
+        lines.append(f"| {r['layout']} | {r['model']} | {cpu / 1e3:.2f} | {comp / 1e3:.2f} | "
+                     f"{_err_pct(comp, cpu):+.1f} | {x['measured_off_cpu_us'] / 1e3:.2f} | "
+                     f"{x['predicted_exposed_comm_us'] / 1e3:.2f} |")
+    return lines
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -33,6 +33,7 @@ from benchmarks.accuracy import (
     _predict,
     _sim_flags,
     _simulate_argv,
+    _split_us,
     _summarise,
     _train_flags,
     main,
@@ -212,6 +213,11 @@ def kept_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         recs = _launch(_train_flags("single", size, steps=5, capture=base / "trace", nproc=1),
                        base / "single", 1, 180, size)
         assert len(recs[0]["step_s"]) == 5 and recs[0]["rss_before_model_bytes"] > 0
+        # the compute thread's CPU time per step: positive, and never above the step's wall
+        # time by more than the clocks' resolution
+        cpu = recs[0]["step_cpu_s"]
+        assert len(cpu) == 5 and all(0 < c <= w + 1e-3 for c, w in zip(cpu, recs[0]["step_s"],
+                                                                      strict=True))
     return root
 
 
@@ -369,6 +375,27 @@ def test_table_says_every_rows_spread_load_and_command() -> None:
     assert "| ddp/resnet | `python -m echo_sim simulate rep0/resnet/trace --dp 2` |" in text
 
 
+def test_the_step_split_takes_the_slowest_rank_of_each_step() -> None:
+    recs = [{"step_s": [1.0, 0.010, 0.020, 0.012], "step_cpu_s": [1.0, 0.006, 0.015, 0.004]},
+            {"step_s": [1.0, 0.011, 0.018, 0.010], "step_cpu_s": [1.0, 0.009, 0.010, 0.009]}]
+    # after 1 warm-up step: slowest ranks 1, 0, 0 -> CPU 9, 15, 4 ms; off-CPU 2, 5, 8 ms
+    cpu, off = _split_us(recs, 1)  # type: ignore[misc]
+    assert (cpu, off) == pytest.approx((9000.0, 5000.0))
+    assert _split_us([{"step_s": [0.1, 0.1]}], 0) is None  # an older record: no CPU times
+    reps = [{"rep": i, "measured_us": 50e3, "predicted_us": 52e3, "error_pct": 4.0,
+             "step_spread_pct": 1.0, "measured_mem_delta_bytes": 1, "predicted_mem_delta_bytes": 1,
+             "split": {"measured_cpu_us": c, "measured_off_cpu_us": 50e3 - c,
+                       "predicted_compute_us": 30e3, "predicted_exposed_comm_us": 22e3}}
+            for i, c in enumerate((32e3, 34e3, 36e3))]
+    doc = _summarise((Case(layout="tp", size="bert"),), {"tp/bert": reps}, [], [0.5],
+                     steps=6, warmup=1, reps=3)
+    assert doc["cases"][0]["split"] == {"measured_cpu_us": 34e3, "measured_off_cpu_us": 16e3,
+                                        "predicted_compute_us": 30e3,
+                                        "predicted_exposed_comm_us": 22e3}
+    # host costs priced low, collectives high: the step error cancels, the split shows it
+    assert "| tp | bert | 34.00 | 30.00 | -11.8 | 16.00 | 22.00 |" in table(doc)
+
+
 def test_table_of_an_older_document_without_loads_or_argv() -> None:
     doc = _doc()
     for row in doc["cases"]:
@@ -377,6 +404,7 @@ def test_table_of_an_older_document_without_loads_or_argv() -> None:
     doc["machine"].pop("load_avg_per_rep")
     text = table(doc)
     assert "| 0.4..1.9 |" not in text and "simulate command" not in text
+    assert "Where the step goes" not in text  # its runs recorded no CPU times
     assert "1-min load average 0.4..1.3 during the runs" in text
     # its rows' one figure per repetition (the load after the job) still gives a range
     for rep, load in zip(doc["cases"][0]["reps"], (0.7, 1.6), strict=True):

@@ -146,6 +146,11 @@ def test_pipeline_end_to_end_on_a_tiny_model(tmp_path: Path,
     assert {"measured_peak_rss_bytes", "predicted_peak_bytes", "breakdown",
             "load_avg_1min"} <= set(rep)
     assert rep["breakdown"][0]["compute_us"] > 0
+    # where the real 2-process step went: the slowest rank's compute-thread CPU and the rest
+    split = rep["split"]
+    assert split["measured_cpu_us"] > 0 and split["measured_off_cpu_us"] >= 0
+    assert split["predicted_compute_us"] == rep["breakdown"][0]["compute_us"]
+    assert case["split"] == split and "Where the step goes" in table(doc)
     assert set(doc["per_layout"]) == {"ddp"}
     assert case["second_error_pct"] == pytest.approx(
         100 * (case["second_predicted_us"] - case["measured_us"]) / case["measured_us"],
