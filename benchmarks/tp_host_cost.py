@@ -74,9 +74,20 @@ def _local_copy(tp_model: Any, fresh: Any) -> tuple[Any, int]:
     return fresh, n
 
 
-def _model(name: str, world: int) -> tuple[Any, Any, Any, int, Callable[[Any], Any], float]:
-    """(TP model, plain local-shard model, plain whole model, sharded Linears, loss of a
-    model, activation bytes at a column op's input) at the accuracy benchmark's shapes."""
+@dataclasses.dataclass(frozen=True)
+class Built:
+    """One model at the accuracy benchmark's shapes, three ways, and how to run it."""
+
+    tp: Any  # parallelize_module'd over the world mesh
+    plain: Any  # every DTensor Linear replaced by a plain one of its local shard's shape
+    whole: Any  # unsharded
+    linears: int  # sharded Linears
+    loss: Callable[[Any], Any]  # a model's loss on this rank's batch
+    act_bytes: float  # a column op's input activation, float32
+
+
+def _model(name: str, world: int) -> Built:
+    """:class:`Built` of the model ``name`` (:data:`MODELS`)."""
     if name == "gpt":
         import torch
 
@@ -126,7 +137,7 @@ def _model(name: str, world: int) -> tuple[Any, Any, Any, int, Callable[[Any], A
     else:
         raise ValueError(f"models: unknown model {name!r}; known: {', '.join(MODELS)}")
     plain, n = _local_copy(tp, build())
-    return tp, plain, build(), n, loss, act
+    return Built(tp=tp, plain=plain, whole=build(), linears=n, loss=loss, act_bytes=act)
 
 
 def _parallelize(model: Any, plan_of: Callable[[Any], dict[str, Any]], under: str,
@@ -243,17 +254,18 @@ def worker(models: Sequence[str], samples: int, rounds: int, out: Path) -> None:
     world = dist.get_world_size()
     mesh = init_device_mesh("cpu", (world,))
     built = {m: _model(m, world) for m in models}
-    res: dict[str, Any] = {"models": {m: {"sharded_linears": b[3], "act_bytes": b[5],
-                                          "rounds": []} for m, b in built.items()},
+    res: dict[str, Any] = {"models": {m: {"sharded_linears": b.linears,
+                                          "act_bytes": b.act_bytes, "rounds": []}
+                                      for m, b in built.items()},
                            "block": [], "pair": []}
     pair_sizes = [(b * t, h) for b, t, h in TP_SHAPES]
     for _ in range(rounds):
-        for m, (tp, plain, whole, n, loss, _) in built.items():
-            n_dt = sum(isinstance(q, DTensor) for q in tp.parameters())
-            f, b, u = _per_linear(tp, plain, loss, n, samples, n_dt)
-            res["models"][m]["rounds"].append({"fw_us": f, "bw_us": b, "optim_us_per_param": u,
-                                               "local_over_whole": _ratio(plain, whole, loss,
-                                                                          samples)})
+        for m, b in built.items():
+            n_dt = sum(isinstance(q, DTensor) for q in b.tp.parameters())
+            f, bw, u = _per_linear(b.tp, b.plain, b.loss, b.linears, samples, n_dt)
+            res["models"][m]["rounds"].append({
+                "fw_us": f, "bw_us": bw, "optim_us_per_param": u,
+                "local_over_whole": _ratio(b.plain, b.whole, b.loss, samples)})
         # the block as profile-comm measures and simulate reads it (one rank's samples)
         cal = tp_block_samples(mesh, samples)
         prof = CommProfile(backend="gloo", device="cpu", host="", world_size=world,
