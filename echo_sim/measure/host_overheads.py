@@ -257,8 +257,9 @@ def tp_block_samples(mesh: Any, reps: int) -> dict[str, list[float]]:
                           (local, torch.optim.AdamW(local.parameters(), foreach=False),
                            "tp_block_plain")]))
         out["tp_act_bytes"].append(float(x.numel() * x.element_size()))
-        out["tp_block_dtensor_params"] = [float(sum(isinstance(q, DTensor)
-                                                    for q in tp.parameters()))]
+    # every size's sharded block holds the same parameters: counted once
+    out["tp_block_dtensor_params"] = [float(sum(isinstance(q, DTensor)
+                                                for q in cases[0][1][0][0].parameters()))]
 
     for i in range(reps + 1):  # interleaved, so that drift hits both alike; sizes round-robin
         for x, models in cases:
