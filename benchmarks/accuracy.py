@@ -114,6 +114,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from echo_sim.measure.profile_comm import DEFAULT_ITERS  # noqa: E402
 from echo_trace.meta import malloc_settings  # noqa: E402  (after the path: run as a script)
 
 __all__ = ["CASES", "FIXED_MALLOC", "SIZES", "Case", "half_iqr_pct", "main", "merge",
@@ -493,7 +494,8 @@ def _loadavg() -> list[float]:
 
 
 def run_benchmark(cases: tuple[Case, ...], *, reps: int, steps: int, warmup: int, root: Path,
-                  diagnose: bool, profile_sizes: str = "1KB..16MB", profile_iters: int = 15,
+                  diagnose: bool, profile_sizes: str = "1KB..16MB",
+                  profile_iters: int = DEFAULT_ITERS,
                   profile_busy_us: float = 0.0, second_busy_us: float | None = None,
                   second_replay: bool = False,
                   comm_profile: Path | None = None, plain_single: bool = True,
@@ -993,8 +995,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="also predict every case from a replay-comm profile: its simulated "
                         "step's collectives replayed on this host over the repetition's "
                         "profile; each case's error from it is reported beside the first's")
-    p.add_argument("--profile-iters", type=int, default=15, metavar="N",
-                   help="timed runs per size of the per-repetition profile (default 15)")
+    p.add_argument("--profile-iters", type=int, default=DEFAULT_ITERS, metavar="N",
+                   help=f"timed runs per size of the per-repetition profile (default "
+                        f"{DEFAULT_ITERS}, as profile-comm; 15 before 2026-11-27)")
     p.add_argument("--profile-sizes", default="1KB..16MB",
                    help="message sizes of the per-repetition profile (default 1KB..16MB)")
     p.add_argument("--no-plain-single", action="store_true",

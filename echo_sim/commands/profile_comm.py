@@ -10,6 +10,7 @@ from echo_sim.commands.checks import float_in, int_in
 from echo_sim.commands.outputs import check_output, flag_errors
 from echo_sim.commands.spec import Command, Result, arg
 from echo_sim.errors import ConfigError
+from echo_sim.measure.profile_comm import DEFAULT_ITERS
 
 __all__ = ["COMMAND", "run"]
 
@@ -44,7 +45,8 @@ def run(opts: Any) -> Result:
     with flag_errors("--output", out):
         path = save_comm_profile(profile, out, overwrite=opts.force)
     lines = [f"{profile.backend} on {profile.device} ({profile.device_name}), "
-             f"{profile.world_size} processes, trimmed mean of {profile.iters} -> {path}",
+             f"{profile.world_size} processes, trimmed mean of {profile.iters} runs per size "
+             f"-> {path}",
              f"{'op':<15}{'ranks':>6}{'bytes':>12}{'time_us':>12}{'algbw_GB/s':>12}"]
     for op, n, s, t, bw in summary_rows(profile):
         lines.append(f"{op:<15}{n:>6}{s:>12}{t:>12.1f}{bw:>12.3f}")
@@ -75,8 +77,8 @@ COMMAND = Command(
     description=(
         "Start NPROC processes (gloo on CPU, NCCL when CUDA is available), time all_reduce,\n"
         "all_gather, reduce_scatter, all_to_all, broadcast and send/recv against message\n"
-        "size (warm-up, barrier before each run, runs round-robin over the sizes, mean of\n"
-        "--iters without the fastest and slowest 10%), fit t = alpha + beta*S per op, and\n"
+        "size (warm-up, barrier before each run, --iters runs round-robin over the sizes,\n"
+        "mean without one run in 15 at each end), fit t = alpha + beta*S per op, and\n"
         "write the profile JSON that `simulate --comm-profile` uses."
     ),
     run=run,
@@ -89,8 +91,9 @@ COMMAND = Command(
         arg("--sizes", default="1KB..64MB",
             help="message sizes: LO..HI (x4 steps), LO..HIx2, or a list 1KB,1MB "
                  "(KB = 1024 bytes; default 1KB..64MB)"),
-        arg("--iters", type=int_in(1, 100_000), default=15,
-            help="timed runs per size (default 15, as the accuracy benchmark validates)"),
+        arg("--iters", type=int_in(1, 100_000), default=DEFAULT_ITERS,
+            help=f"timed runs per size (default {DEFAULT_ITERS}: on a host whose collectives "
+                 "stall now and then, a mean over 15 moves by tens of %% between profiles)"),
         arg("--warmup", type=int_in(0, 100_000), default=3, help="untimed runs per size first (default 3)"),
         arg("--backend", choices=["auto", "gloo", "nccl"], default="auto",
             help="auto: NCCL when CUDA is available, else gloo"),

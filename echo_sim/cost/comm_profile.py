@@ -76,7 +76,7 @@ Key = tuple[str, int]
 def _trimmed(xs: Sequence[float], cut: float) -> list[float]:
     """``xs`` sorted, without its ``floor(cut · n)`` smallest and largest values."""
     v = sorted(float(x) for x in xs)
-    k = int(cut * len(v))
+    k = int(cut * len(v) + 1e-9)  # 60 · (1/15) is 4, not 3.999…
     return v[k:len(v) - k] or v
 
 
@@ -212,7 +212,7 @@ class CommProfile:
             return None
         return (f"its collective times vary too much to use: median standard error "
                 f"{med:.0f} % of the time over {len(errs)} sizes (at most {max_pct:.0f} %); "
-                f"measure again on a quieter host or with more --iters")
+                f"measure again on a quieter host or with a longer profile-comm --min-time")
 
     def __post_init__(self) -> None:
         for key, pts in self.samples.items():

@@ -47,6 +47,7 @@ __all__ = ["REPLAY_OPS", "Call", "ReplaySpec", "Schedule", "median_work_us", "re
 REPLAY_OPS: tuple[str, ...] = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all",
                                "broadcast")
 """The collectives a replay runs (the looped profile's, less send/recv)."""
+REPLAY_CUT = 0.1  # share of a call's repetitions left out at each end of its mean (1 of 10)
 
 @dataclass(frozen=True)
 class Call:
@@ -194,7 +195,7 @@ def replay_profile(trace: Trace, base: CommProfile, spec: ReplaySpec | None = No
     another world size or backend, :class:`~echo_sim.errors.ProfileError` when a process
     fails or times out.
     """
-    from echo_sim.measure.profile_comm import RUN_CUT, other_load
+    from echo_sim.measure.profile_comm import other_load
     from echo_sim.measure.ranks import run_ranks
 
     spec = spec or ReplaySpec()
@@ -226,8 +227,8 @@ def replay_profile(trace: Trace, base: CommProfile, spec: ReplaySpec | None = No
     for op in sorted({op for op, _ in kinds}):
         key = (op, sched.world)
         sizes = sorted(s for o, s in kinds if o == op)
-        samples[key] = [(s, trimmed_mean(per_call[(op, s)], RUN_CUT)) for s in sizes]
-        stderr[key] = [round(trimmed_stderr_pct(per_call[(op, s)], RUN_CUT), 2) for s in sizes]
+        samples[key] = [(s, trimmed_mean(per_call[(op, s)], REPLAY_CUT)) for s in sizes]
+        stderr[key] = [round(trimmed_stderr_pct(per_call[(op, s)], REPLAY_CUT), 2) for s in sizes]
         runs_us[key] = [per_call[(op, s)] for s in sizes]
         fits.pop(key, None)  # refitted to the replayed points
     ops = ", ".join(sorted({op for op, _ in kinds}))

@@ -250,9 +250,10 @@ def tp_block_samples(mesh: Any, reps: int) -> dict[str, list[float]]:
     for shape in TP_SHAPES:
         h = shape[-1]
         x = torch.randn(*shape, requires_grad=True)
-        tp = parallelize_module(_mlp_block(nn, h, 4 * h), mesh,
+        width = -(-4 * h // n) * n  # 4h, rounded up to shard evenly over the n ranks
+        tp = parallelize_module(_mlp_block(nn, h, width), mesh,
                                 {"fc1": ColwiseParallel(), "fc2": RowwiseParallel()})
-        local = _mlp_block(nn, h, 4 * h // n)
+        local = _mlp_block(nn, h, width // n)
         cases.append((x, [(tp, torch.optim.AdamW(tp.parameters(), foreach=False), "tp_block"),
                           (local, torch.optim.AdamW(local.parameters(), foreach=False),
                            "tp_block_plain")]))

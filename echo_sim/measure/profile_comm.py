@@ -17,11 +17,13 @@ Method (as nccl-tests and the OSU micro-benchmarks do): ``warmup`` untimed runs,
 last-arriving rank's (MIN: the transfer alone; the barrier's exit skew left out, as
 simulate adds the job's own rank skew to every collective from the calibration), and the
 profile says which (``"run_time"``); the profile keeps their mean with the fastest and
-slowest 10 % left out (:func:`trimmed_mean`; its standard error is kept beside it, ``stderr_pct``). The mean,
-as nccl-tests reports, because a
-step pays the expected cost of its many collectives: on a virtual machine a collective's
-time is bimodal (a third of the runs wait milliseconds for a halted vCPU to wake; their
-median hides that), and trimming drops rare hiccups. The timed runs go
+slowest run in 15 left out (:data:`RUN_CUT`, :func:`trimmed_mean`; its standard error is kept
+beside it, ``stderr_pct``). The mean, as nccl-tests reports, because a step pays the
+expected cost of its many collectives: on a virtual machine a collective's time is bimodal
+(a third of the runs wait milliseconds for a halted vCPU to wake; their median hides that),
+and trimming drops rare hiccups. Sixty runs per size by default (:data:`DEFAULT_ITERS`):
+with 15, how many of a size's runs happened to stall moved its mean by tens of % between
+profiles. The timed runs go
 round-robin over the sizes of an operation (one run of every size per round), so that a
 slow spell of a shared host spreads over every size instead of shifting a few. Sizes are whole-buffer
 bytes (nccl-tests convention) of float32 tensors, rounded to a multiple of 4·nproc bytes.
@@ -75,6 +77,7 @@ from echo_sim.measure.work import BusyWork, calibrate_busy, make_op, to_run_cloc
 __all__ = [
     "other_load",
     "COMPUTE_OPS",
+    "DEFAULT_ITERS",
     "DEFAULT_SIZES",
     "MAX_MESSAGE_BYTES",
     "PROFILE_OPS",
@@ -92,7 +95,15 @@ COMPUTE_OPS: tuple[str, str] = ("compute_alone", "compute")
 """Busy-mode rows: (fixed compute work alone, the same work on all ranks at once)."""
 
 _CONTENTION_WORK_US = 5000.0  # the contention rounds' work when busy mode is off
-RUN_CUT = 0.1  # share of a size's runs left out at each end of its mean (trimmed_mean)
+RUN_CUT = 1 / 15
+"""Share of a size's runs left out at each end of its mean (:func:`trimmed_mean`): one run in
+15, which is what 10 % cut at the 15 runs per size that ``benchmarks/accuracy.py`` validated
+the profile with (floor(1.5) = 1); a fixed share, so that more runs make the same mean more
+precise instead of cutting more of the stalls a job pays."""
+DEFAULT_ITERS = 60
+"""Timed runs per size: the mean of 15 moved by tens of % between profiles at 16 KiB-1 MiB on
+the 2-core VM this project is measured on (a third of those runs stall for ~3 ms, and the mean
+follows how many did); 60 halves that (``benchmarks/profile_precision.py``)."""
 
 _UNITS = {"": 1, "B": 1, "K": 1 << 10, "KB": 1 << 10, "KIB": 1 << 10, "M": 1 << 20,
           "MB": 1 << 20, "MIB": 1 << 20, "G": 1 << 30, "GB": 1 << 30, "GIB": 1 << 30}
@@ -144,7 +155,7 @@ class ProfileSpec:
     nproc: int = 2
     group_sizes: tuple[int, ...] = ()  # sub-group sizes measured besides nproc (ranks 0..k-1)
     sizes_bytes: tuple[int, ...] = DEFAULT_SIZES
-    iters: int = 15  # the accuracy benchmark's setting, whose figures the README reports
+    iters: int = DEFAULT_ITERS
     warmup: int = 3
     backend: str = "auto"
     ops: tuple[str, ...] = PROFILE_OPS
@@ -225,6 +236,7 @@ def _worker(rank: int, nproc: int, store_path: str, backend: str, spec: ProfileS
         results: list[dict[str, Any]] = []
         busy = calibrate_busy(spec.busy_us, rank, nproc, device) if spec.busy_us > 0 else None
         busy_times: list[float] = []
+        clock = _run_time(spec, backend)
         for op, gsize in _plan(spec):
             # every rank creates every group (a collective call); members 0..gsize-1 run it
             group = None if gsize == nproc else dist.new_group(list(range(gsize)))
@@ -236,26 +248,8 @@ def _worker(rank: int, nproc: int, store_path: str, backend: str, spec: ProfileS
                 for _ in range(spec.warmup if run else 0):
                     run()  # type: ignore[misc]
             sync()
-            # round-robin over the sizes: a slow spell of the host hits every size of a
-            # round alike instead of all the samples of one size
-            local: list[list[float]] = [[] for _ in runs]
-            for _ in range(spec.iters):
-                for i, run in enumerate(runs):
-                    if busy is None:
-                        dist.barrier()
-                    else:
-                        busy_times.append(busy.run())
-                    sync()
-                    t0 = time.perf_counter()
-                    if run is not None:
-                        run()
-                    sync()
-                    local[i].append((time.perf_counter() - t0) * 1e6 if run else 0.0)
-                if bar is not None:
-                    bar.update(1)
-            times = torch.tensor(local, dtype=torch.float64, device=device)
-            to_run_clock(times, _run_time(spec, backend), 2 if op == "send" else gsize)
-            rows = times.cpu().tolist()
+            rows = _sample_sizes(spec, runs, busy, busy_times, sync, clock,
+                                 2 if op == "send" else gsize, device, bar)
             means = [trimmed_mean(row, RUN_CUT) for row in rows]
             results.append({"op": op, "group_size": gsize,
                             "sizes_bytes": [n * 4 for n in numels],
@@ -287,6 +281,39 @@ def _worker(rank: int, nproc: int, store_path: str, backend: str, spec: ProfileS
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
+
+
+def _sample_sizes(spec: ProfileSpec, runs: list[Any], busy: BusyWork | None,
+                  busy_times: list[float], sync: Any, clock: str, members: int,
+                  device: Any, bar: Any = None) -> list[list[float]]:
+    """Every size's ``spec.iters`` timed runs on the profile's ``clock`` (the same lists on
+    every rank), round-robin over the sizes (one run of every size per round), so that a
+    slow spell of a shared host spreads over every size instead of shifting a few. A rank
+    outside the group (``runs[i] is None``) times nothing and reports a value the clock's
+    reduction ignores (it reported 0, which the last-arrival clock's minimum took for every
+    run of a sub-group)."""
+    import torch
+    import torch.distributed as dist
+
+    absent = float("inf") if clock == "last_arrival" else 0.0
+    local: list[list[float]] = [[] for _ in runs]
+    for _ in range(spec.iters):
+        for i, run in enumerate(runs):
+            if busy is None:
+                dist.barrier()
+            else:
+                busy_times.append(busy.run())
+            sync()
+            t0 = time.perf_counter()
+            if run is not None:
+                run()
+            sync()
+            local[i].append((time.perf_counter() - t0) * 1e6 if run is not None else absent)
+        if bar is not None:
+            bar.update(1)
+    times = torch.tensor(local, dtype=torch.float64, device=device)
+    to_run_clock(times, clock, members)
+    return [list(row) for row in times.cpu().tolist()]
 
 
 def _compute_rows(busy: BusyWork, local_us: list[float]) -> list[dict[str, Any]]:
