@@ -266,19 +266,23 @@ def test_ddp_host_cost_fit_and_where_simulate_adds_it(prof: CommProfile,
     part on the first forward op, each backward op's own parameters and bytes on it, the
     per-call part on the last backward op."""
     from echo_sim.cost.cpu_overheads import ddp_hooks
-    from echo_sim.measure.host_overheads import DDP_CONFIGS
+    from echo_sim.measure.host_overheads import DDP_CONFIGS, ddp_block_params
     from echo_sim.sim.host_costs import apply_host_costs
     from echo_sim.workload.build import Layout, make_plan
 
     assert ddp_hooks(prof) is None  # a profile from before the microbenchmark
-    ps = [2.0 * n for n, _ in DDP_CONFIGS]
-    nb = [4.0 * n * (h * h + h) for n, h in DDP_CONFIGS]
-    fw = [100.0] * 6  # ranks in turn
+    ps = [float(ddp_block_params(n, h)[0]) for n, h in DDP_CONFIGS]
+    nb = [float(ddp_block_params(n, h)[1]) for n, h in DDP_CONFIGS]
+    fw = [100.0] * (2 * len(DDP_CONFIGS))  # ranks in turn
     bw = [100.0 + 3.0 * p + 1e-4 * b for p, b in zip(ps, nb, strict=True)] * 2
+    cal = {"ddp_fw_cpu_us": fw, "ddp_bw_cpu_us": bw, "ddp_params": ps, "ddp_bytes": nb}
+    older = ddp_hooks(dataclasses.replace(prof, calibration=cal))
+    assert older is not None and "stacks of Linears, an older profile's" in older.note
     synth = dataclasses.replace(prof, calibration={
-        "ddp_fw_cpu_us": fw, "ddp_bw_cpu_us": bw, "ddp_params": ps, "ddp_bytes": nb})
+        **cal, "ddp_blocks": [float(n) for n, _ in DDP_CONFIGS]})
     c = ddp_hooks(synth)
-    assert c is not None and "DDP host cost" in c.note
+    assert c is not None and "DDP host cost" in c.note and "transformer MLP blocks" in c.note
+    assert c.bw == pytest.approx(older.bw)  # the same fit: only where the samples came from
     assert c.fw == pytest.approx((100.0, 0.0, 0.0), abs=1e-6)
     assert c.bw == pytest.approx((100.0, 3.0, 1e-4))
     wl = extract_workload(gpt_trace(2))

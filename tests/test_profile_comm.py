@@ -244,8 +244,10 @@ def test_gloo_profile_carries_host_calibration() -> None:
     assert cal["fsdp_unit_bytes"] == [4.0 * n * (h * h + h) for n, h in FSDP_CONFIGS]
     assert len(cal["fsdp_fw_cpu_us"]) == len(cal["fsdp_bw_cpu_us"]) == 2 * len(FSDP_CONFIGS)
     # DDP over the world group: one median per configuration and rank
-    assert cal["ddp_params"] == [2.0 * n for n, _ in DDP_CONFIGS]
-    assert cal["ddp_bytes"] == [4.0 * n * (h * h + h) for n, h in DDP_CONFIGS]
+    # (MLP blocks, width): 6 parameters a block (LayerNorm, two Linears, their biases)
+    assert cal["ddp_params"] == [6.0 * n for n, _ in DDP_CONFIGS]
+    assert cal["ddp_bytes"] == [4.0 * n * (8 * h * h + 7 * h) for n, h in DDP_CONFIGS]
+    assert cal["ddp_blocks"] == [float(n) for n, _ in DDP_CONFIGS]
     assert len(cal["ddp_fw_cpu_us"]) == len(cal["ddp_bw_cpu_us"]) == 2 * len(DDP_CONFIGS)
     assert "dtensor_fw_us" not in cal  # the one-rank-mesh samples of older profiles
     # 15 x SYNC_ROUNDS_FACTOR rounds x 3 amounts of work x 2 ranks

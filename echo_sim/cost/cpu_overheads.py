@@ -537,11 +537,13 @@ def ddp_hooks(profile: CommProfile | None) -> DdpCost | None:
         return None
     f, b, n = planes
     mib = 1 << 20
+    model = ("transformer MLP blocks" if _get(profile, "ddp_blocks") is not None else
+             "stacks of Linears, an older profile's: about half the in-model cost")
     return DdpCost(fw=f, bw=b, note=(
         f"DDP host cost per pass: forward {f[0]:.0f} + {f[1]:.1f}/param + {f[2] * mib:.0f}/MiB"
         f" us, backward {b[0]:.0f} + {b[1]:.1f}/param + {b[2] * mib:.0f}/MiB us (reducer "
         f"hooks, bucket copies, all-reduce issue; thread CPU time, DDP minus plain, "
-        f"{n} configuration medians)"))
+        f"{n} configuration medians of {model})"))
 
 
 def fsdp_copy_us(unit_bytes: float, dp: int, copy_bytes_per_us: float) -> tuple[float, float]:

@@ -47,8 +47,9 @@ spread:
   world mesh (median thread CPU time of FSDP2 minus that of plain, per unit: one value per
   rank and configuration);
 * ``ddp_fw_cpu_us`` / ``ddp_bw_cpu_us`` per model at the configurations :data:`DDP_CONFIGS`
-  (``ddp_params`` / ``ddp_bytes`` list each one's parameters and bytes) against the plain
-  model: ``DistributedDataParallel``'s forward pre-processing, its reducer's per-parameter
+  (stacks of transformer MLP blocks, as the tensor-parallel samples use; ``ddp_params`` /
+  ``ddp_bytes`` / ``ddp_blocks`` list each one's parameters, bytes and blocks; profiles
+  without ``ddp_blocks`` measured stacks of Linears) against the plain model: ``DistributedDataParallel``'s forward pre-processing, its reducer's per-parameter
   autograd hooks, the gradients' copies into and out of the flat buckets and the
   all-reduces' issue (median thread CPU time of DDP minus that of plain: one value per rank
   and configuration; the all-reduces themselves run on gloo's thread);
@@ -76,20 +77,21 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["CONFIG_KEYS", "DDP_CONFIGS", "FSDP_CONFIGS", "FSDP_UNITS", "OPTIM_PARAMS", "OVERLAP_BYTES", "SYNC_ROUNDS_FACTOR",
+__all__ = ["CONFIG_KEYS", "DDP_CONFIGS", "FSDP_CONFIGS", "ddp_block_params", "ddp_samples", "FSDP_UNITS", "OPTIM_PARAMS", "OVERLAP_BYTES", "SYNC_ROUNDS_FACTOR",
            "TP_SHAPES", "measure_host_overheads", "optimizer_samples",
            "tp_block_samples"]
 
 OPTIM_PARAMS = 4  # parameters in the optimizer microbenchmark
 # lists that describe the measured configurations, the same on every rank: kept once
 CONFIG_KEYS = frozenset({"tp_act_bytes", "tp_block_dtensor_params", "fsdp_params",
-                         "fsdp_unit_bytes", "ddp_params", "ddp_bytes"})
+                         "fsdp_unit_bytes", "ddp_params", "ddp_bytes", "ddp_blocks"})
 FSDP_UNITS = 2  # fully_shard units in the FSDP2 microbenchmark
 # (Linears per unit, their width): a per-unit, a per-parameter and a per-byte part
 FSDP_CONFIGS = ((1, 32), (3, 32), (1, 256))
-# (Linears, their width) of the DDP microbenchmark's model: a per-call, a per-parameter and a
-# per-byte part (the reducer hooks each parameter and copies every gradient byte twice)
-DDP_CONFIGS = ((2, 32), (8, 32), (2, 512))
+# (MLP blocks, their hidden width) of the DDP microbenchmark's model: a per-call, a
+# per-parameter and a per-byte part (the reducer hooks each parameter and copies every
+# gradient byte twice, while the bucket all-reduces run on gloo's thread beside the backward)
+DDP_CONFIGS = ((2, 64), (8, 64), (2, 256), (4, 128))
 OVERLAP_BYTES = (64 << 10, 1 << 20, 8 << 20)  # all-reduce sizes of the overlap rounds
 # (batch, seq, hidden) of the tensor-parallel MLP block: a per-call and a per-byte part of
 # DTensor's cost (8 KiB and 512 KiB of float32 activation)
@@ -336,17 +338,30 @@ def _fsdp(mesh: Any, reps: int) -> dict[str, list[float]]:
     return out
 
 
-def _ddp(reps: int) -> dict[str, list[float]]:
+def ddp_block_params(blocks: int, hidden: int) -> tuple[int, int]:
+    """(parameter tensors, bytes) of ``blocks`` float32 MLP blocks of width ``hidden``
+    (:func:`_mlp_block` with a 4·hidden inner width: LayerNorm, two Linears, their biases)."""
+    return 6 * blocks, 4 * blocks * (2 * hidden + 8 * hidden * hidden + 5 * hidden)
+
+
+def ddp_samples(reps: int) -> dict[str, list[float]]:
+    """The DDP samples of the module docstring (``ddp_*``), ``reps`` rounds over the world
+    group: DDP minus plain at :data:`DDP_CONFIGS`, stacks of transformer MLP blocks on
+    ``(8, tokens / 8, hidden)`` input that needs grad. Measured inside real DDP steps
+    (``benchmarks/ddp_host_cost.py``), a stack of two to eight Linears on 2-D input (the
+    microbenchmark before 2026-11-27) priced the examples' GPT, BERT and the Llama at
+    0.5-0.8 of their cost, the blocks at 0.8-1.25."""
     import torch
     from torch import nn
 
     out: dict[str, list[float]] = {k: [] for k in ("ddp_fw_cpu_us", "ddp_bw_cpu_us",
-                                                   "ddp_params", "ddp_bytes")}
-    for linears, h in DDP_CONFIGS:
-        x = torch.randn(_TOKENS, h)
+                                                   "ddp_params", "ddp_bytes", "ddp_blocks")}
+    for blocks, h in DDP_CONFIGS:
+        tokens = 256 if h <= 64 else 512
+        x = torch.randn(8, tokens // 8, h, requires_grad=True)
 
-        def build(linears: int = linears, h: int = h) -> Any:
-            return nn.Sequential(*(nn.Linear(h, h) for _ in range(linears)))
+        def build(blocks: int = blocks, h: int = h) -> Any:
+            return nn.Sequential(*(_mlp_block(nn, h, 4 * h) for _ in range(blocks)))
 
         wrapped = nn.parallel.DistributedDataParallel(build())
         plain = build()
@@ -354,14 +369,18 @@ def _ddp(reps: int) -> dict[str, list[float]]:
         for i in range(reps + 1):
             for model, tag in ((wrapped, "1"), (plain, "0")):
                 f, b = _fw_bw_cpu(model, x)
+                model.zero_grad(set_to_none=True)  # as a training step's zero_grad does
+                x.grad = None
                 if i:  # the first call builds the buckets
                     samples["f" + tag].append(f)
                     samples["b" + tag].append(b)
         med = {k: statistics.median(v) for k, v in samples.items()}
+        params, nbytes = ddp_block_params(blocks, h)
         out["ddp_fw_cpu_us"].append(max(med["f1"] - med["f0"], 0.0))
         out["ddp_bw_cpu_us"].append(max(med["b1"] - med["b0"], 0.0))
-        out["ddp_params"].append(2.0 * linears)
-        out["ddp_bytes"].append(4.0 * linears * (h * h + h))
+        out["ddp_params"].append(float(params))
+        out["ddp_bytes"].append(float(nbytes))
+        out["ddp_blocks"].append(float(blocks))
     return out
 
 
@@ -394,7 +413,7 @@ def measure_host_overheads(rank: int, nproc: int, work: Callable[[], Any], *,
     out.update(tp_block_samples(world, reps))
     out.update(optimizer_samples(world, reps))
     out.update(_fsdp(world, reps))
-    out.update(_ddp(reps))
+    out.update(ddp_samples(reps))
     out["copy_bytes_per_us"] = _copy_bw(reps)
     dist.barrier()
     return out
