@@ -7,8 +7,8 @@ and bucket copies on each backward op, the per-call part on the last
 ``profile-comm``'s samples). This checks that price against what the same work costs inside
 real models' steps, measured side by side in the same two gloo processes:
 
-* **in-model**, per model (the examples' GPT, the Hugging Face BERT and Llama at the
-  accuracy benchmark's shapes): the calling thread's CPU time of forward (with the loss) and
+* **in-model**, per model (the examples' GPT, the Hugging Face BERT and Llama and the
+  CIFAR-style ResNet at the accuracy benchmark's shapes): the calling thread's CPU time of forward (with the loss) and
   of backward of ``DistributedDataParallel(model)`` minus that of the plain model, samples of
   the two interleaved, a barrier before each, gradients set to None after each (as a
   training step's ``zero_grad`` does);
@@ -24,7 +24,7 @@ everything once; the spread over rounds is the noise.
 
 Usage::
 
-    python benchmarks/ddp_host_cost.py [--models gpt,bert,llama] [--samples 12] [--rounds 3]
+    python benchmarks/ddp_host_cost.py [--models gpt,bert,llama,resnet] [--samples 12] [--rounds 3]
         [--output benchmarks/results/ddp_host_cost.json]
 
 Writes the JSON and prints a markdown table; takes about a minute on 2 cores.
@@ -49,7 +49,7 @@ if str(REPO) not in sys.path:
 __all__ = ["MODELS", "main", "table"]
 
 RESULTS = REPO / "benchmarks" / "results" / "ddp_host_cost.json"
-MODELS = ("gpt", "bert", "llama")
+MODELS = ("gpt", "bert", "llama", "resnet")
 LINEAR_STACKS = ((2, 32), (8, 32), (2, 512))  # (Linears, width): the microbenchmark before
 
 
@@ -95,6 +95,12 @@ def _model(name: str) -> tuple[Callable[[], Any], Callable[[Any], Any]]:
                                    ids[:, 1:].reshape(-1))
 
         return lambda: hf_llama.build_model(lcfg), lm_loss
+    if name == "resnet":
+        from benchmarks.workloads import resnet
+
+        rcfg = resnet.parse_flags(["--width", "16", "--blocks", "2", "--micro-batch", "12"])
+        xr, yr = resnet.batch(rcfg.micro_batch, 0, 0)
+        return lambda: resnet.build_model(rcfg), lambda m: F.cross_entropy(m(xr), yr)
     raise ValueError(f"models: unknown model {name!r}; known: {', '.join(MODELS)}")
 
 

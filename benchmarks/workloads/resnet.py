@@ -36,7 +36,8 @@ if str(Path(__file__).resolve().parents[2]) not in sys.path:  # run as a script
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from benchmarks.workloads import harness  # noqa: E402
 
-__all__ = ["BasicBlock", "Config", "Job", "ResNet", "build_job", "parse_flags", "train"]
+__all__ = ["BasicBlock", "Config", "Job", "ResNet", "batch", "build_job", "build_model",
+           "parse_flags", "train"]
 
 LAYOUTS = ("single", "ddp", "fsdp")
 IMAGE = 32  # 3 x 32 x 32 images
@@ -121,15 +122,17 @@ Job = harness.Job
 
 
 
-def _batch(n: int, step: int, index: int) -> tuple[torch.Tensor, torch.Tensor]:
+def batch(n: int, step: int, index: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``n`` images and their labels for micro-batch ``index`` of ``step`` (seeded)."""
     g = torch.Generator().manual_seed(1000 * step + index)
     x = torch.randn(n, 3, IMAGE, IMAGE, generator=g)
     bits = (x.mean(dim=(2, 3)) > 0).long()  # (n, 3)
     return x, bits[:, 0] + 2 * bits[:, 1] + 4 * bits[:, 2]
 
 
-def _model(cfg: Config) -> ResNet:
-    torch.manual_seed(0)  # every rank starts from the same weights
+def build_model(cfg: Config) -> ResNet:
+    """The ResNet of ``cfg`` (seeded: every rank starts from the same weights)."""
+    torch.manual_seed(0)
     return ResNet(width=cfg.width, blocks=cfg.blocks)
 
 
@@ -150,11 +153,11 @@ def _parallelize(model: ResNet, cfg: Config, world: int) -> nn.Module:
 
 
 def _job(cfg: Config, rank: int, world: int) -> Job:
-    net = _model(cfg)
+    net = build_model(cfg)
     model: nn.Module = net if cfg.layout == "single" else _parallelize(net, cfg, world)
 
     def loss(model: nn.Module, step: int, index: int) -> torch.Tensor:
-        x, y = _batch(cfg.micro_batch, step, index)
+        x, y = batch(cfg.micro_batch, step, index)
         return F.cross_entropy(model(x), y)
 
     return harness.data_parallel_job(cfg, rank, world, model, loss)
