@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import time
@@ -260,31 +259,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     if a.worker:
         worker(models, a.samples, a.rounds, Path(a.worker))
         return 0
-    from tests.harness import run_torchrun
+    from benchmarks.torchrun_job import run_worker
 
     out = Path(a.output)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(".part.json")
-    load0 = os.getloadavg()
-    proc = run_torchrun([__file__, "--models", ",".join(models), "--samples", str(a.samples),
-                         "--rounds", str(a.rounds), "--worker", str(tmp)], nproc=a.nproc,
-                        env={"OMP_NUM_THREADS": "1"}, timeout=a.timeout, cwd=REPO)
-    if proc.returncode != 0:
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
-        print(f"ddp_host_cost: error: the worker exited {proc.returncode}: {' | '.join(tail)}",
-              file=sys.stderr)
+    res = run_worker(__file__, ["--models", ",".join(models), "--samples", str(a.samples),
+                                "--rounds", str(a.rounds)], out, nproc=a.nproc,
+                     timeout=a.timeout, settings={"samples": a.samples, "rounds": a.rounds})
+    if res is None:
         return 1
-    res = json.loads(tmp.read_text())
-    tmp.unlink()
-    import torch
-
-    res["machine"] = {"cpu_count": os.cpu_count(), "torch": torch.__version__,
-                      "load_avg_before": list(load0), "load_avg_after": list(os.getloadavg()),
-                      "date": time.strftime("%Y-%m-%dT%H:%M:%S"), "nproc": a.nproc,
-                      "samples": a.samples, "rounds": a.rounds}
     out.write_text(json.dumps(res, indent=1))
     print(table(res))
-    print(f"\nload average (1-min) {load0[0]:.2f} -> {os.getloadavg()[0]:.2f}; wrote {out}")
+    m = res["machine"]
+    print(f"\nload average (1-min) {m['load_avg_before'][0]:.2f} -> "
+          f"{m['load_avg_after'][0]:.2f}; wrote {out}")
     return 0
 
 

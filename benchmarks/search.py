@@ -260,9 +260,10 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory() as d:
             tmp = Path(d)
             profile = str(tmp / "comm.json")
-            # the profile benchmarks/accuracy.py takes: idle mode, 15 timed runs per size
+            # the profile benchmarks/accuracy.py takes: idle mode, profile-comm's default
+            # timed runs per size (60; 15 before 2026-11-27)
             _run([sys.executable, "-m", "echo_sim", "profile-comm", "--nproc", "2",
-                  "--sizes", "1KB..16MB", "--iters", "15", "--no-progress", "-o", profile],
+                  "--sizes", "1KB..16MB", "--no-progress", "-o", profile],
                  timeout=600)
             out["ranking"] = [ranking(m, profile, a.reps, a.steps, a.warmup, tmp)
                               for m in a.models.split(",")]

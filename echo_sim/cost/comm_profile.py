@@ -212,7 +212,7 @@ class CommProfile:
             return None
         return (f"its collective times vary too much to use: median standard error "
                 f"{med:.0f} % of the time over {len(errs)} sizes (at most {max_pct:.0f} %); "
-                f"measure again on a quieter host or with a longer profile-comm --min-time")
+                f"measure again on a quieter host or with more --iters")
 
     def __post_init__(self) -> None:
         for key, pts in self.samples.items():

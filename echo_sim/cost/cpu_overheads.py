@@ -538,7 +538,8 @@ def ddp_hooks(profile: CommProfile | None) -> DdpCost | None:
     f, b, n = planes
     mib = 1 << 20
     model = ("transformer MLP blocks" if _get(profile, "ddp_blocks") is not None else
-             "stacks of Linears, an older profile's: about half the in-model cost")
+             "stacks of Linears, an older profile's: a third to a half of the "
+             "in-model cost")
     return DdpCost(fw=f, bw=b, note=(
         f"DDP host cost per pass: forward {f[0]:.0f} + {f[1]:.1f}/param + {f[2] * mib:.0f}/MiB"
         f" us, backward {b[0]:.0f} + {b[1]:.1f}/param + {b[2] * mib:.0f}/MiB us (reducer "

@@ -49,7 +49,8 @@ spread:
 * ``ddp_fw_cpu_us`` / ``ddp_bw_cpu_us`` per model at the configurations :data:`DDP_CONFIGS`
   (stacks of transformer MLP blocks, as the tensor-parallel samples use; ``ddp_params`` /
   ``ddp_bytes`` / ``ddp_blocks`` list each one's parameters, bytes and blocks; profiles
-  without ``ddp_blocks`` measured stacks of Linears) against the plain model: ``DistributedDataParallel``'s forward pre-processing, its reducer's per-parameter
+  without ``ddp_blocks`` measured stacks of Linears) against the plain model:
+  ``DistributedDataParallel``'s forward pre-processing, its reducer's per-parameter
   autograd hooks, the gradients' copies into and out of the flat buckets and the
   all-reduces' issue (median thread CPU time of DDP minus that of plain: one value per rank
   and configuration; the all-reduces themselves run on gloo's thread);
@@ -77,9 +78,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["CONFIG_KEYS", "DDP_CONFIGS", "FSDP_CONFIGS", "ddp_block_params", "ddp_samples", "FSDP_UNITS", "OPTIM_PARAMS", "OVERLAP_BYTES", "SYNC_ROUNDS_FACTOR",
-           "TP_SHAPES", "measure_host_overheads", "optimizer_samples",
-           "tp_block_samples"]
+__all__ = ["CONFIG_KEYS", "DDP_CONFIGS", "FSDP_CONFIGS", "FSDP_UNITS", "OPTIM_PARAMS",
+           "OVERLAP_BYTES", "SYNC_ROUNDS_FACTOR", "TP_SHAPES", "ddp_block_params",
+           "ddp_samples", "measure_host_overheads", "optimizer_samples", "tp_block_samples"]
 
 OPTIM_PARAMS = 4  # parameters in the optimizer microbenchmark
 # lists that describe the measured configurations, the same on every rank: kept once
@@ -347,10 +348,12 @@ def ddp_block_params(blocks: int, hidden: int) -> tuple[int, int]:
 def ddp_samples(reps: int) -> dict[str, list[float]]:
     """The DDP samples of the module docstring (``ddp_*``), ``reps`` rounds over the world
     group: DDP minus plain at :data:`DDP_CONFIGS`, stacks of transformer MLP blocks on
-    ``(8, tokens / 8, hidden)`` input that needs grad. Measured inside real DDP steps
-    (``benchmarks/ddp_host_cost.py``), a stack of two to eight Linears on 2-D input (the
-    microbenchmark before 2026-11-27) priced the examples' GPT, BERT and the Llama at
-    0.5-0.8 of their cost, the blocks at 0.8-1.25."""
+    ``(8, tokens / 8, hidden)`` input that needs grad, gradients set to None after each
+    sample. Measured inside real DDP steps (``benchmarks/ddp_host_cost.py``), stacks of two
+    to eight Linears on 64 tokens of 2-D input (the microbenchmark before 2026-11-27: almost
+    no compute beside the reducer while gloo's thread all-reduces) priced the backward of the
+    examples' GPT, BERT and the Llama at a third to a half of its cost; the blocks come
+    within 0.74-1.43 of it."""
     import torch
     from torch import nn
 
