@@ -32,7 +32,6 @@ Writes the JSON and prints a markdown table; takes about a minute on 2 cores.
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
@@ -240,39 +239,10 @@ def table(res: dict[str, Any]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="ddp_host_cost.py", description=__doc__.split("\n\n")[0])
-    p.add_argument("--models", default=",".join(MODELS),
-                   help=f"comma-separated, of {', '.join(MODELS)} (default all)")
-    p.add_argument("--samples", type=int, default=12, help="samples per median (default 12)")
-    p.add_argument("--rounds", type=int, default=3, help="rounds of every measurement (default 3)")
-    p.add_argument("--nproc", type=int, default=2, help="processes (default 2)")
-    p.add_argument("--timeout", type=float, default=900.0, help="seconds (default 900)")
-    p.add_argument("--output", default=str(RESULTS), help="results JSON")
-    p.add_argument("--worker", default="", help=argparse.SUPPRESS)
-    a = p.parse_args(argv)
-    models = [m for m in a.models.split(",") if m]
-    bad = [m for m in models if m not in MODELS]
-    if bad:
-        p.error(f"--models {','.join(bad)} unknown (known: {', '.join(MODELS)})")
-    if a.samples < 1 or a.rounds < 1 or a.nproc < 2:
-        p.error("--samples and --rounds must be >= 1, --nproc >= 2")
-    if a.worker:
-        worker(models, a.samples, a.rounds, Path(a.worker))
-        return 0
-    from benchmarks.torchrun_job import run_worker
+    from benchmarks.torchrun_job import host_cost_main
 
-    out = Path(a.output)
-    res = run_worker(__file__, ["--models", ",".join(models), "--samples", str(a.samples),
-                                "--rounds", str(a.rounds)], out, nproc=a.nproc,
-                     timeout=a.timeout, settings={"samples": a.samples, "rounds": a.rounds})
-    if res is None:
-        return 1
-    out.write_text(json.dumps(res, indent=1))
-    print(table(res))
-    m = res["machine"]
-    print(f"\nload average (1-min) {m['load_avg_before'][0]:.2f} -> "
-          f"{m['load_avg_after'][0]:.2f}; wrote {out}")
-    return 0
+    return host_cost_main(argv, script=__file__, doc=__doc__ or "", models=MODELS,
+                          results=RESULTS, rounds=3, worker=worker, table=table)
 
 
 if __name__ == "__main__":

@@ -8,15 +8,16 @@ load average before and after, the date, the process count and the script's sett
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["run_worker"]
+__all__ = ["host_cost_main", "run_worker"]
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -46,3 +47,45 @@ def run_worker(script: str, args: Sequence[str], out: Path, *, nproc: int, timeo
                       "load_avg_before": list(load0), "load_avg_after": list(os.getloadavg()),
                       "date": time.strftime("%Y-%m-%dT%H:%M:%S"), "nproc": nproc, **settings}
     return res
+
+
+def host_cost_main(argv: Sequence[str] | None, *, script: str, doc: str,
+                   models: Sequence[str], results: Path, rounds: int,
+                   worker: Callable[[list[str], int, int, Path], None],
+                   table: Callable[[dict[str, Any]], str]) -> int:
+    """The command line of a host-cost benchmark (``--models``, ``--samples``, ``--rounds``,
+    ``--nproc``, ``--timeout``, ``--output``): as ``--worker FILE`` (under torchrun) run
+    ``worker(models, samples, rounds, FILE)``; else start it (:func:`run_worker`), write the
+    result JSON to ``--output`` and print ``table`` of it with the load average."""
+    p = argparse.ArgumentParser(prog=Path(script).name, description=doc.split("\n\n")[0])
+    p.add_argument("--models", default=",".join(models),
+                   help=f"comma-separated, of {', '.join(models)} (default all)")
+    p.add_argument("--samples", type=int, default=12, help="samples per median (default 12)")
+    p.add_argument("--rounds", type=int, default=rounds,
+                   help=f"rounds of every measurement (default {rounds})")
+    p.add_argument("--nproc", type=int, default=2, help="processes (default 2)")
+    p.add_argument("--timeout", type=float, default=900.0, help="seconds (default 900)")
+    p.add_argument("--output", default=str(results), help="results JSON")
+    p.add_argument("--worker", default="", help=argparse.SUPPRESS)
+    a = p.parse_args(argv)
+    chosen = [m for m in a.models.split(",") if m]
+    bad = [m for m in chosen if m not in models]
+    if bad:
+        p.error(f"--models {','.join(bad)} unknown (known: {', '.join(models)})")
+    if a.samples < 1 or a.rounds < 1 or a.nproc < 2:
+        p.error("--samples and --rounds must be >= 1, --nproc >= 2")
+    if a.worker:
+        worker(chosen, a.samples, a.rounds, Path(a.worker))
+        return 0
+    out = Path(a.output)
+    res = run_worker(script, ["--models", ",".join(chosen), "--samples", str(a.samples),
+                              "--rounds", str(a.rounds)], out, nproc=a.nproc,
+                     timeout=a.timeout, settings={"samples": a.samples, "rounds": a.rounds})
+    if res is None:
+        return 1
+    out.write_text(json.dumps(res, indent=1))
+    print(table(res))
+    m = res["machine"]
+    print(f"\nload average (1-min) {m['load_avg_before'][0]:.2f} -> "
+          f"{m['load_avg_after'][0]:.2f}; wrote {out}")
+    return 0
