@@ -216,9 +216,7 @@ def _at(plane: Sequence[float], params: float, nbytes: float) -> float:
 def table(res: dict[str, Any]) -> str:
     """Markdown: per model, in-model µs per round against both microbenchmarks' prices at
     the model's parameters and bytes, and their ratios (backward, the part that matters)."""
-    def rng(xs: Sequence[float], digits: int = 0) -> str:
-        lo, hi = f"{min(xs):.{digits}f}", f"{max(xs):.{digits}f}"
-        return lo if lo == hi else f"{lo}–{hi}"
+    from benchmarks.torchrun_job import value_range as rng
 
     lines = ["| model | parameters | MiB | in-model fw / bw µs | blocks fw / bw µs (now) | "
              "Linear stacks fw / bw µs (before) | in-model bw ÷ blocks | in-model bw ÷ "

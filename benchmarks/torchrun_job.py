@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["host_cost_main", "run_worker"]
+__all__ = ["host_cost_main", "run_worker", "value_range"]
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -89,3 +89,10 @@ def host_cost_main(argv: Sequence[str] | None, *, script: str, doc: str,
     print(f"\nload average (1-min) {m['load_avg_before'][0]:.2f} -> "
           f"{m['load_avg_after'][0]:.2f}; wrote {out}")
     return 0
+
+
+def value_range(xs: Sequence[float], digits: int = 0) -> str:
+    """``"lo–hi"`` of ``xs`` at ``digits`` decimals (one value when both print alike): the
+    spread of a figure over a benchmark's rounds, as its tables show it."""
+    lo, hi = f"{min(xs):.{digits}f}", f"{max(xs):.{digits}f}"
+    return lo if lo == hi else f"{lo}–{hi}"

@@ -300,9 +300,7 @@ def _at(points: Sequence[dict[str, float]], key: str, nbytes: float) -> float:
 def table(res: dict[str, Any]) -> str:
     """Markdown: per model, in-model µs per Linear per round against the block's and the
     pair's figures at the model's activation bytes."""
-    def rng(xs: Sequence[float], digits: int = 0) -> str:
-        lo, hi = f"{min(xs):.{digits}f}", f"{max(xs):.{digits}f}"
-        return lo if lo == hi else f"{lo}–{hi}"
+    from benchmarks.torchrun_job import value_range as rng
 
     lines = ["| model | sharded Linears | activation | in-model fw / bw µs | block fw / bw µs | "
              "pair fw / bw µs | in-model ÷ block (fw+bw) | optimizer µs per DTensor "
