@@ -44,7 +44,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-__all__ = ["MODELS", "main", "table"]
+__all__ = ["MODELS", "fw_bw", "main", "model_and_loss", "table"]
 
 RESULTS = REPO / "benchmarks" / "results" / "ddp_host_cost.json"
 MODELS = ("gpt", "bert", "llama", "resnet")
@@ -52,7 +52,7 @@ LINEAR_STACKS = ((2, 32), (8, 32), (2, 512))  # (Linears, width): the microbench
 
 
 # ------------------------------------------------------------------------------ worker
-def _model(name: str) -> tuple[Callable[[], Any], Callable[[Any], Any]]:
+def model_and_loss(name: str) -> tuple[Callable[[], Any], Callable[[Any], Any]]:
     """(build, loss) of the model ``name`` (:data:`MODELS`) at the accuracy benchmark's
     shapes: ``build()`` makes it afresh (seeded), ``loss(model)`` is its loss on one batch."""
     import torch
@@ -102,7 +102,7 @@ def _model(name: str) -> tuple[Callable[[], Any], Callable[[Any], Any]]:
     raise ValueError(f"models: unknown model {name!r}; known: {', '.join(MODELS)}")
 
 
-def _fw_bw(model: Any, loss: Callable[[Any], Any], *, zero: bool = True
+def fw_bw(model: Any, loss: Callable[[Any], Any], *, zero: bool = True
            ) -> tuple[float, float]:
     """Thread CPU µs of the forward (with the loss) and of the backward, after a barrier;
     gradients set to None after (``zero``; else they accumulate, as the microbenchmark
@@ -129,7 +129,7 @@ def _in_model(build: Callable[[], Any], loss: Callable[[Any], Any],
     got: dict[str, list[float]] = {"f1": [], "b1": [], "f0": [], "b0": []}
     for i in range(samples + 2):  # two warm-up rounds: DDP rebuilds its buckets after one
         for model, tag in ((ddp, "1"), (plain, "0")):
-            f, b = _fw_bw(model, loss)
+            f, b = fw_bw(model, loss)
             if i >= 2:
                 got["f" + tag].append(f)
                 got["b" + tag].append(b)
@@ -156,7 +156,7 @@ def _linear_stacks(samples: int) -> dict[str, list[float]]:
         got: dict[str, list[float]] = {"f1": [], "b1": [], "f0": [], "b0": []}
         for i in range(samples + 1):
             for model, tag in ((ddp, "1"), (plain, "0")):
-                f, b = _fw_bw(model, lambda m, x=x: m(x), zero=False)  # as it did
+                f, b = fw_bw(model, lambda m, x=x: m(x), zero=False)  # as it did
                 if i:
                     got["f" + tag].append(f)
                     got["b" + tag].append(b)
@@ -190,7 +190,7 @@ def worker(models: Sequence[str], samples: int, rounds: int, out: Path) -> None:
     torch.set_num_threads(1)
     dist.init_process_group("gloo")
     world = dist.get_world_size()
-    built = {m: _model(m) for m in models}
+    built = {m: model_and_loss(m) for m in models}
     res: dict[str, Any] = {"models": {}, "blocks": [], "linear_stacks": []}
     for m, (build, _) in built.items():
         model = build()

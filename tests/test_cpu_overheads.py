@@ -244,6 +244,7 @@ def test_plane_fit_is_nonnegative_least_squares() -> None:
 def test_fsdp_unit_on_the_world_mesh(mesh_prof: CommProfile) -> None:
     c = fsdp_unit(mesh_prof)
     assert c is not None and "copies and allocation included" in c.note
+    assert "units of Linears, an older profile's" in c.note  # no fsdp_blocks in it
     cal = mesh_prof.calibration
     ps, nb = cal["fsdp_params"], cal["fsdp_unit_bytes"]
     assert len(ps) == len(nb) == 3 and len(set(zip(ps, nb, strict=True))) == 3

@@ -240,8 +240,10 @@ def test_gloo_profile_carries_host_calibration() -> None:
     assert cal["tp_block_dtensor_params"] == [4.0]  # kept once: the same on every rank
     assert "tp_fw_cpu_us" not in cal  # the isolated pair of older profiles
     # FSDP2 on the world mesh: one median per configuration and rank
-    assert cal["fsdp_params"] == [2.0 * n for n, _ in FSDP_CONFIGS]
-    assert cal["fsdp_unit_bytes"] == [4.0 * n * (h * h + h) for n, h in FSDP_CONFIGS]
+    # (MLP blocks per unit, width): 6 parameters a block, as DDP's
+    assert cal["fsdp_params"] == [6.0 * n for n, _ in FSDP_CONFIGS]
+    assert cal["fsdp_unit_bytes"] == [4.0 * n * (8 * h * h + 7 * h) for n, h in FSDP_CONFIGS]
+    assert cal["fsdp_blocks"] == [float(n) for n, _ in FSDP_CONFIGS]
     assert len(cal["fsdp_fw_cpu_us"]) == len(cal["fsdp_bw_cpu_us"]) == 2 * len(FSDP_CONFIGS)
     # DDP over the world group: one median per configuration and rank
     # (MLP blocks, width): 6 parameters a block (LayerNorm, two Linears, their biases)
@@ -259,7 +261,9 @@ def test_gloo_profile_carries_host_calibration() -> None:
     assert min(cal["overlap_comm_busy_us"]) > 0 and min(cal["overlap_work_busy_us"]) > 0
     assert OPTIM_PARAMS >= 1 and FSDP_UNITS >= 1
     assert contention(prof, 2) is not None and dtensor_dispatch(prof) is not None
-    assert fsdp_unit(prof) is not None and skew(prof) is not None
+    unit = fsdp_unit(prof)
+    assert unit is not None and "units of transformer MLP blocks" in unit.note
+    assert skew(prof) is not None
     assert comm_overlap(prof, 2) is not None and ddp_hooks(prof) is not None
     off = measure_comm_profile(ProfileSpec(nproc=2, sizes_bytes=(4096,), iters=1, warmup=0,
                                            ops=("all_reduce",), backend="gloo", progress=False,

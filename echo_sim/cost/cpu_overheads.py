@@ -87,8 +87,11 @@ contention factor like every other op.
   DTensor parameter swaps, post-backward reduce-scatter copy-in,
   Zhao et al. 2023 §3 / ``torch/distributed/fsdp/_fully_shard``):
   ``a + b · params_in_unit + c · unit_bytes`` through the medians of thread CPU time on
-  the world mesh at three (parameters, bytes) configurations (least squares, each term
-  ``>= 0``). Older profiles (one-rank mesh, fastest wall times, one width): ``c = 0``
+  the world mesh at four units of transformer MLP blocks (6-24 parameters, 0.1-2 MiB: a
+  layer's range; least squares, each term ``>= 0``). Profiles before 2026-11-27 measured
+  three units of one to three Linears on 2-D input, whose price was 0.55-0.9 of the
+  in-model cost and moved 20-30 % between profiles (``benchmarks/fsdp_host_cost.py``).
+  Older profiles yet (one-rank mesh, fastest wall times, one width): ``c = 0``
   through the two parameter counts, plus the copy-in/copy-out bytes at the measured memcpy
   bandwidth (:func:`fsdp_copy_us`).
 """
@@ -486,13 +489,15 @@ def fsdp_unit(profile: CommProfile | None) -> FsdpUnitCost | None:
             return None
         (fa, fb, fc), (ba, bb, bc), n = planes
         mib = 1 << 20
+        model = ("units of transformer MLP blocks" if _get(profile, "fsdp_blocks") is not None
+                 else "units of Linears, an older profile's: 0.6-0.9 of the in-model cost")
         return FsdpUnitCost(
             fw_a_us=fa, fw_b_us=fb, bw_a_us=ba, bw_b_us=bb, copy_bytes_per_us=0.0,
             fw_c_us_per_byte=fc, bw_c_us_per_byte=bc, note=(
                 f"FSDP2 hooks per unit: forward {fa:.0f} + {fb:.1f}/param + {fc * mib:.0f}/MiB "
                 f"us, backward {ba:.0f} + {bb:.1f}/param + {bc * mib:.0f}/MiB us (thread CPU "
                 f"time on the profiled ranks' mesh, copies and allocation included; "
-                f"{n} configuration medians)"))
+                f"{n} configuration medians of {model})"))
     got = _get(profile, "fsdp_fw_us", "fsdp_bw_us", "fsdp_params", "copy_bytes_per_us")
     if got is None or len(set(got[2])) < 2:
         return None

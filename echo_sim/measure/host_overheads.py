@@ -80,15 +80,20 @@ from typing import Any
 
 __all__ = ["CONFIG_KEYS", "DDP_CONFIGS", "FSDP_CONFIGS", "FSDP_UNITS", "OPTIM_PARAMS",
            "OVERLAP_BYTES", "SYNC_ROUNDS_FACTOR", "TP_SHAPES", "ddp_block_params",
-           "ddp_samples", "measure_host_overheads", "optimizer_samples", "tp_block_samples"]
+           "ddp_samples", "fsdp_samples", "measure_host_overheads", "optimizer_samples",
+           "tp_block_samples"]
 
 OPTIM_PARAMS = 4  # parameters in the optimizer microbenchmark
 # lists that describe the measured configurations, the same on every rank: kept once
 CONFIG_KEYS = frozenset({"tp_act_bytes", "tp_block_dtensor_params", "fsdp_params",
-                         "fsdp_unit_bytes", "ddp_params", "ddp_bytes", "ddp_blocks"})
+                         "fsdp_unit_bytes", "fsdp_blocks", "ddp_params", "ddp_bytes",
+                         "ddp_blocks"})
 FSDP_UNITS = 2  # fully_shard units in the FSDP2 microbenchmark
-# (Linears per unit, their width): a per-unit, a per-parameter and a per-byte part
-FSDP_CONFIGS = ((1, 32), (3, 32), (1, 256))
+# (MLP blocks per unit, their hidden width): a per-unit, a per-parameter and a per-byte part
+# over the range of a transformer layer's 6-24 parameters and 0.1-2 MiB (Linear units of 2-6
+# parameters, the microbenchmark before 2026-11-27, priced a 16-parameter BERT layer by a
+# slope extrapolated threefold: its price moved 22-30 % between profiles)
+FSDP_CONFIGS = ((1, 64), (4, 64), (1, 256), (2, 128))
 # (MLP blocks, their hidden width) of the DDP microbenchmark's model: a per-call, a
 # per-parameter and a per-byte part (the reducer hooks each parameter and copies every
 # gradient byte twice, while the bucket all-reduces run on gloo's thread beside the backward)
@@ -304,39 +309,64 @@ def optimizer_samples(mesh: Any, reps: int) -> dict[str, list[float]]:
     return out
 
 
-def _fsdp(mesh: Any, reps: int) -> dict[str, list[float]]:
+def fsdp_samples(mesh: Any, reps: int,
+                 configs: tuple[tuple[int, int], ...] = FSDP_CONFIGS) -> dict[str, list[float]]:
+    """The FSDP2 samples of the module docstring (``fsdp_*``), ``reps`` rounds on ``mesh``:
+    :data:`FSDP_UNITS` ``fully_shard`` units (then the root) of ``blocks`` transformer MLP
+    blocks of width ``hidden`` each, per ``(blocks, hidden)`` of ``configs``, on
+    ``(8, tokens / 8, hidden)`` input that needs grad, against the plain model, gradients
+    set to None after each sample; collective: every rank of ``mesh`` calls."""
     import torch
     from torch import nn
     from torch.distributed.fsdp import fully_shard
 
     out: dict[str, list[float]] = {k: [] for k in ("fsdp_fw_cpu_us", "fsdp_bw_cpu_us",
-                                                   "fsdp_params", "fsdp_unit_bytes")}
-    for linears, h in FSDP_CONFIGS:
-        x = torch.randn(_TOKENS, h)
+                                                   "fsdp_params", "fsdp_unit_bytes",
+                                                   "fsdp_blocks")}
+    for blocks, h in configs:
+        x = torch.randn(8, _block_tokens(h) // 8, h, requires_grad=True)
 
-        def build(linears: int = linears, h: int = h) -> Any:
-            return nn.Sequential(*(nn.Sequential(*(nn.Linear(h, h) for _ in range(linears)))
+        def build(blocks: int = blocks, h: int = h) -> Any:
+            return nn.Sequential(*(nn.Sequential(*(_mlp_block(nn, h, 4 * h)
+                                                   for _ in range(blocks)))
                                    for _ in range(FSDP_UNITS)))
 
         sharded = build()
         for unit in sharded:
             fully_shard(unit, mesh=mesh)
         fully_shard(sharded, mesh=mesh)
-        plain = build()
-        samples: dict[str, list[float]] = {"f1": [], "b1": [], "f0": [], "b0": []}
-        for i in range(reps + 1):
-            for model, tag in ((sharded, "1"), (plain, "0")):
-                f, b = _fw_bw_cpu(model, x)
-                if i:  # the first call builds caches
-                    samples["f" + tag].append(f)
-                    samples["b" + tag].append(b)
-        med = {k: statistics.median(v) for k, v in samples.items()}
+        med = _wrapped_minus_plain(sharded, build(), x, reps)
         # the root holds no parameters of its own, so every unit costs alike
-        out["fsdp_fw_cpu_us"].append(max(med["f1"] - med["f0"], 0.0) / FSDP_UNITS)
-        out["fsdp_bw_cpu_us"].append(max(med["b1"] - med["b0"], 0.0) / FSDP_UNITS)
-        out["fsdp_params"].append(2.0 * linears)
-        out["fsdp_unit_bytes"].append(4.0 * linears * (h * h + h))
+        params, nbytes = ddp_block_params(blocks, h)
+        out["fsdp_fw_cpu_us"].append(med[0] / FSDP_UNITS)
+        out["fsdp_bw_cpu_us"].append(med[1] / FSDP_UNITS)
+        out["fsdp_params"].append(float(params))
+        out["fsdp_unit_bytes"].append(float(nbytes))
+        out["fsdp_blocks"].append(float(blocks))
     return out
+
+
+def _block_tokens(hidden: int) -> int:
+    """Tokens of the MLP-block microbenchmarks' input: enough compute beside the hooks
+    that gloo's thread shares the cores with it, as in a job."""
+    return 256 if hidden <= 64 else 512
+
+
+def _wrapped_minus_plain(wrapped: Any, plain: Any, x: Any, reps: int) -> tuple[float, float]:
+    """Median thread CPU µs of forward and of backward of ``wrapped`` minus ``plain`` (at
+    least 0), ``reps`` samples of each interleaved after one untimed call (it builds
+    caches and buckets); gradients set to None after each sample, as ``zero_grad`` does."""
+    samples: dict[str, list[float]] = {"f1": [], "b1": [], "f0": [], "b0": []}
+    for i in range(reps + 1):
+        for model, tag in ((wrapped, "1"), (plain, "0")):
+            f, b = _fw_bw_cpu(model, x)
+            model.zero_grad(set_to_none=True)
+            x.grad = None
+            if i:
+                samples["f" + tag].append(f)
+                samples["b" + tag].append(b)
+    med = {k: statistics.median(v) for k, v in samples.items()}
+    return max(med["f1"] - med["f0"], 0.0), max(med["b1"] - med["b0"], 0.0)
 
 
 def ddp_block_params(blocks: int, hidden: int) -> tuple[int, int]:
@@ -360,27 +390,16 @@ def ddp_samples(reps: int) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {k: [] for k in ("ddp_fw_cpu_us", "ddp_bw_cpu_us",
                                                    "ddp_params", "ddp_bytes", "ddp_blocks")}
     for blocks, h in DDP_CONFIGS:
-        tokens = 256 if h <= 64 else 512
-        x = torch.randn(8, tokens // 8, h, requires_grad=True)
+        x = torch.randn(8, _block_tokens(h) // 8, h, requires_grad=True)
 
         def build(blocks: int = blocks, h: int = h) -> Any:
             return nn.Sequential(*(_mlp_block(nn, h, 4 * h) for _ in range(blocks)))
 
-        wrapped = nn.parallel.DistributedDataParallel(build())
-        plain = build()
-        samples: dict[str, list[float]] = {"f1": [], "b1": [], "f0": [], "b0": []}
-        for i in range(reps + 1):
-            for model, tag in ((wrapped, "1"), (plain, "0")):
-                f, b = _fw_bw_cpu(model, x)
-                model.zero_grad(set_to_none=True)  # as a training step's zero_grad does
-                x.grad = None
-                if i:  # the first call builds the buckets
-                    samples["f" + tag].append(f)
-                    samples["b" + tag].append(b)
-        med = {k: statistics.median(v) for k, v in samples.items()}
+        fw, bw = _wrapped_minus_plain(nn.parallel.DistributedDataParallel(build()), build(),
+                                      x, reps)
         params, nbytes = ddp_block_params(blocks, h)
-        out["ddp_fw_cpu_us"].append(max(med["f1"] - med["f0"], 0.0))
-        out["ddp_bw_cpu_us"].append(max(med["b1"] - med["b0"], 0.0))
+        out["ddp_fw_cpu_us"].append(fw)
+        out["ddp_bw_cpu_us"].append(bw)
         out["ddp_params"].append(float(params))
         out["ddp_bytes"].append(float(nbytes))
         out["ddp_blocks"].append(float(blocks))
@@ -415,7 +434,7 @@ def measure_host_overheads(rank: int, nproc: int, work: Callable[[], Any], *,
     world = init_device_mesh("cpu", (nproc,))
     out.update(tp_block_samples(world, reps))
     out.update(optimizer_samples(world, reps))
-    out.update(_fsdp(world, reps))
+    out.update(fsdp_samples(world, reps))
     out.update(ddp_samples(reps))
     out["copy_bytes_per_us"] = _copy_bw(reps)
     dist.barrier()
