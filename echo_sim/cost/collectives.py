@@ -52,6 +52,8 @@ from echo_sim.cost.topology import Placement, group_links, max_hops, place, ring
 from echo_sim.errors import ConfigError
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from echo_sim.cost.comm_profile import CommProfile
 
 __all__ = [
@@ -293,6 +295,13 @@ class CommModel:
         p = place(ranks, self.cluster)
         key = (_PROFILE_OP.get(op, op), p.size)
         return key in self.profile.samples and p.num_nodes == self.profile.nodes
+
+    def spread(self, op: str, nbytes: int, ranks: Sequence[int]) -> np.ndarray | None:
+        """The measured run-to-run spread of a call the profile prices (its kept runs at the
+        nearest size over their mean, :meth:`CommProfile.run_factors`); None otherwise."""
+        if self.profile is None or len(set(ranks)) < 2 or not self.covered(op, ranks):
+            return None
+        return self.profile.run_factors(_PROFILE_OP.get(op, op), len(set(ranks)), nbytes)
 
     def time_us(self, op: str, nbytes: int, ranks: Sequence[int], *,
                 concurrent: int = 1) -> float:

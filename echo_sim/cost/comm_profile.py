@@ -57,10 +57,12 @@ __all__ = [
     "fit_alpha_beta",
     "load_comm_profile",
     "MAX_STDERR_PCT",
+    "RUN_CUT",
     "STALL_US",
     "Stalls",
     "save_comm_profile",
     "stalls",
+    "trimmed",
     "trimmed_mean",
     "trimmed_stderr_pct",
 ]
@@ -73,7 +75,14 @@ _MIN_BETA_US_PER_BYTE = 1e-12
 Key = tuple[str, int]
 
 
-def _trimmed(xs: Sequence[float], cut: float) -> list[float]:
+RUN_CUT = 1 / 15
+"""Share of a size's runs left out at each end of its mean (:func:`trimmed_mean`,
+:mod:`echo_sim.measure.profile_comm`): one run in 15, which is what 10 % cut at the 15 runs
+per size that ``benchmarks/accuracy.py`` validated the profile with (floor(1.5) = 1); a fixed share, so that more runs make the same mean more
+precise instead of cutting more of the stalls a job pays."""
+
+
+def trimmed(xs: Sequence[float], cut: float) -> list[float]:
     """``xs`` sorted, without its ``floor(cut · n)`` smallest and largest values."""
     v = sorted(float(x) for x in xs)
     k = int(cut * len(v) + 1e-9)  # 60 · (1/15) is 4, not 3.999…
@@ -82,14 +91,14 @@ def _trimmed(xs: Sequence[float], cut: float) -> list[float]:
 
 def trimmed_mean(xs: Sequence[float], cut: float = 0.1) -> float:
     """Mean of ``xs`` without its ``floor(cut · n)`` smallest and largest values."""
-    v = _trimmed(xs, cut)
+    v = trimmed(xs, cut)
     return sum(v) / len(v)
 
 
 def trimmed_stderr_pct(xs: Sequence[float], cut: float = 0.1) -> float:
     """Standard error of :func:`trimmed_mean` as a percentage of it: 100 · s / √k / mean
     over the ``k`` values kept (s their sample standard deviation; 0 for fewer than 2)."""
-    v = _trimmed(xs, cut)
+    v = trimmed(xs, cut)
     if len(v) < 2:
         return 0.0
     m = sum(v) / len(v)
@@ -248,6 +257,21 @@ class CommProfile:
         xs = [math.log(s) for s, _ in pts]
         ys = [t for _, t in pts]
         return float(np.interp(math.log(nbytes), xs, ys))
+
+    def run_factors(self, op: str, group_size: int, nbytes: float) -> np.ndarray | None:
+        """The kept timed runs (``runs_us``) of ``op`` over ``group_size`` ranks at the
+        measured size nearest ``nbytes`` (in log size), without the :data:`RUN_CUT` share at
+        each end as the profile's mean, divided by their mean: the run-to-run spread of a
+        collective priced at 1 (sorted; None when the profile kept no runs there)."""
+        key = (op, int(group_size))
+        rows, pts = self.runs_us.get(key), self.samples.get(key)
+        if not rows or not pts or len(rows) != len(pts):
+            return None
+        x = math.log(max(float(nbytes), 1.0))
+        i = min(range(len(pts)), key=lambda j: abs(math.log(pts[j][0]) - x))
+        v = np.asarray(trimmed(rows[i], RUN_CUT), dtype=float)
+        m = float(v.mean()) if v.size else 0.0
+        return v / m if m > 0 else None
 
     def to_json(self) -> dict[str, Any]:
         return {

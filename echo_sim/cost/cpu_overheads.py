@@ -105,7 +105,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from echo_sim.cost.comm_profile import CommProfile, trimmed_mean
+from echo_sim.cost.comm_profile import RUN_CUT, CommProfile, trimmed, trimmed_mean
 
 __all__ = [
     "Calibrated",
@@ -576,6 +576,9 @@ class CommOverlap:
     work_stretch: tuple[float, ...]
     samples: int
     note: str
+    # per size: the collective's times beside the work over their mean, sorted (what
+    # echo_sim.sim.comm_spread draws a stretched collective's spread from)
+    comm_spread: tuple[tuple[float, ...], ...] = ()
 
     def _at(self, ys: tuple[float, ...], nbytes: float) -> float:
         xs = [math.log(max(x, 1.0)) for x in self.sizes]
@@ -588,6 +591,15 @@ class CommOverlap:
     def work(self, nbytes: float) -> float:
         """The compute's slowdown ``s_work`` while an ``nbytes`` collective is in flight."""
         return self._at(self.work_stretch, nbytes)
+
+    def spread(self, nbytes: float) -> np.ndarray | None:
+        """The run-to-run spread of a collective beside compute at the measured size nearest
+        ``nbytes`` (in log size): its times there over their mean; None if not kept."""
+        if len(self.comm_spread) != len(self.sizes):
+            return None
+        x = math.log(max(nbytes, 1.0))
+        i = min(range(len(self.sizes)), key=lambda j: abs(math.log(self.sizes[j]) - x))
+        return np.asarray(self.comm_spread[i], dtype=float)
 
 
 _MAX_COMM_STRETCH = 64.0
@@ -638,7 +650,12 @@ def comm_overlap(profile: CommProfile | None, ranks_per_host: int) -> CommOverla
     how = ("not applied: every rank's threads and its communication thread fit the "
            f"{free:.1f} free of {profile.cpu_count} cores" if fits else
            f"trimmed means of {n} rounds")
-    return CommOverlap(sizes=sizes, comm_stretch=s_c, work_stretch=s_w, samples=n, note=(
+    spread = []
+    for x in sizes:  # the collective's busy times, as its mean keeps them
+        v = np.asarray(trimmed([r[2] for r in by[x]], RUN_CUT), dtype=float)
+        spread.append(tuple(sorted(float(t) for t in v / v.mean())) if v.mean() > 0 else ())
+    return CommOverlap(sizes=sizes, comm_stretch=s_c, work_stretch=s_w, samples=n,
+                       comm_spread=tuple(spread), note=(
         f"comm/compute overlap on a shared host: all-reduce / compute slowdown while both "
         f"run {pts} ({how})"))
 

@@ -124,6 +124,14 @@ class TracedFirst:
         covered = getattr(self.inner, "covered", None)
         return bool(covered(op, ranks)) if covered is not None else False
 
+    def spread(self, op: str, nbytes: int, ranks: Sequence[int]) -> np.ndarray | None:
+        """``inner``'s run-to-run spread of the calls it prices; None for the trace's own
+        (their times are the job's, stalls included)."""
+        inner = getattr(self.inner, "spread", None)
+        if inner is None or self.traced_covers(op, nbytes, ranks):
+            return None
+        return inner(op, nbytes, ranks)
+
     def time_us(self, op: str, nbytes: int, ranks: Sequence[int], *,
                 concurrent: int = 1) -> float:
         if self.traced_covers(op, nbytes, ranks):

@@ -69,7 +69,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from echo_sim.cost.comm_profile import CommProfile, trimmed_mean, trimmed_stderr_pct
+from echo_sim.cost.comm_profile import RUN_CUT, CommProfile, trimmed_mean, trimmed_stderr_pct
 from echo_sim.errors import ConfigError
 from echo_sim.measure.ranks import join_ranks, write_result
 from echo_sim.measure.work import BusyWork, calibrate_busy, make_op, to_run_clock, whole_numel
@@ -95,11 +95,6 @@ COMPUTE_OPS: tuple[str, str] = ("compute_alone", "compute")
 """Busy-mode rows: (fixed compute work alone, the same work on all ranks at once)."""
 
 _CONTENTION_WORK_US = 5000.0  # the contention rounds' work when busy mode is off
-RUN_CUT = 1 / 15
-"""Share of a size's runs left out at each end of its mean (:func:`trimmed_mean`): one run in
-15, which is what 10 % cut at the 15 runs per size that ``benchmarks/accuracy.py`` validated
-the profile with (floor(1.5) = 1); a fixed share, so that more runs make the same mean more
-precise instead of cutting more of the stalls a job pays."""
 DEFAULT_ITERS = 60
 """Timed runs per size: the mean of 15 moved by tens of % between profiles at 16 KiB-1 MiB on
 the 2-core VM this project is measured on (a third of those runs stall for ~3 ms, and the mean

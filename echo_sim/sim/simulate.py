@@ -11,7 +11,9 @@
    :mod:`echo_sim.sim.zero_choice`) composed into one task graph per simulated rank,
    collectives priced by
    :class:`~echo_sim.cost.collectives.CommModel` (a measured ``comm_profile`` where it applies);
-5. :func:`echo_sim.sim.engine.run` — the schedule; iteration time = the last rank's end;
+5. :func:`echo_sim.sim.engine.run` — the schedule; iteration time = the last rank's end
+   (with a measured profile whose runs spread, the mean of that end over draws of them:
+   :mod:`echo_sim.sim.comm_spread`);
 6. :mod:`echo_sim.cost.memory_model` — peak memory per rank against the device limit.
 
 Time breakdown per rank (they sum to the iteration time): *compute* (the compute stream
@@ -22,7 +24,7 @@ other ranks at the end of the step).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -30,7 +32,7 @@ import numpy as np
 
 from echo_sim.cost.batch_model import make_batch_model
 from echo_sim.cost.compute_scaling import compute_scaling, resolve_device
-from echo_sim.cost.cpu_overheads import Skew, comm_overlap, contention, skew
+from echo_sim.cost.cpu_overheads import CommOverlap, Skew, comm_overlap, contention, skew
 from echo_sim.cost.memory_model import (
     MemoryEstimate,
     activation_bytes,
@@ -38,6 +40,7 @@ from echo_sim.cost.memory_model import (
 )
 from echo_sim.cost.network import apply_network, describe_network
 from echo_sim.errors import ConfigError
+from echo_sim.sim.comm_spread import StepDraws, draw_count, expected_step
 from echo_sim.sim.config import MODES, SimConfig
 from echo_sim.sim.engine import Schedule, run
 from echo_sim.sim.host_costs import apply_host_costs
@@ -332,6 +335,7 @@ def simulate(trace: Trace | Workload, config: SimConfig, *, comm: Any = None,
     ov = comm_overlap(host, min(cluster.gpus_per_node, cluster.world_size)) \
         if config.world > 1 and config.compute_factor is None else None
     transfer = (_SkewedComm(comm, sk, 0.0) if sk is not None else comm).time_us
+    unstretched = list(built.graph.dur_us)
     if ov is not None and stretch_overlaps(
             built, sched, ov, lambda op, nb, grp: float(transfer(op, nb, list(grp)))):
         # step 6c: collectives and compute that overlap slow each other on a shared host
@@ -339,20 +343,31 @@ def simulate(trace: Trace | Workload, config: SimConfig, *, comm: Any = None,
         notes.models.append(ov.note)
         notes.calibration["comm_overlap"] = {
             "value": max(ov.comm_stretch), "spread_pct": 0.0, "samples": ov.samples}
+    drawn = (_spread_draws(built, sched, comm, transfer, unstretched, ov)
+             if config.world > 1 else None)
+    if drawn is not None:
+        # step 6d: the expected step over the collectives' measured run-to-run spread
+        notes.models.append(drawn.note())
+        notes.calibration["comm_spread"] = {
+            "value": drawn.mean_us / max(drawn.base_us, 1e-9),
+            "spread_pct": 100.0 * (drawn.p90_us - drawn.p10_us) / 2 / max(drawn.mean_us, 1e-9),
+            "samples": drawn.draws}
     notes.models.append(_layout_description(config, is_cpu, m))
     if max(config.stage_tps) > 1 and workload.tp_note and any(
             o.role in ("column", "row") for o in workload.ops):
         notes.models.append(workload.tp_note)  # where the roles came from, what is left
-    iteration = sched.makespan_us
+    iteration = drawn.mean_us if drawn is not None else sched.makespan_us
     mem, mem_models = _memory(config, workload, plan, layout, mb_scale, is_cpu, cluster, zero,
                               meta)
     notes.models.extend(mem_models)
     limit = config.memory_limit_bytes or int(
         (hw.target_gpu and _gpu(hw.target_gpu).memory_bytes) or cluster.gpu.memory_bytes)
     ranks = []
-    for r in built.ranks:
+    for i, r in enumerate(built.ranks):
         s = built.stage_of[r]
-        comp, exposed, bubble, idle = _breakdown(built, sched, r, iteration)
+        comp, exposed, bubble, idle = (
+            (float(x) for x in drawn.extra[4 * i:4 * i + 4]) if drawn is not None
+            else _breakdown(built, sched, r, iteration))
         est = mem[s]
         ranks.append(RankBreakdown(rank=r, stage=s, compute_us=comp, exposed_comm_us=exposed,
                                    bubble_us=bubble, idle_us=idle,
@@ -368,6 +383,37 @@ def simulate(trace: Trace | Workload, config: SimConfig, *, comm: Any = None,
         warnings=notes.warnings, calibration=notes.calibration,
         built=built if keep else None, schedule=sched if keep else None,
         workload=workload if keep else None)
+
+
+def _spread_draws(built: Built, sched: Schedule, comm: Any, transfer: Callable[..., float],
+                  unstretched: list[float], ov: CommOverlap | None) -> StepDraws | None:
+    """Step 6d (:mod:`echo_sim.sim.comm_spread`): the makespan and every rank's breakdown
+    over draws of the profiled collectives' runs; None when the model has no spread (no
+    profile, the trace's own collectives, a tight profile). What varies is a collective's
+    transfer as scheduled, not the rank-skew wait before it (``unstretched``: durations
+    before step 6c); one that step 6c stretched beside compute draws from the overlap
+    rounds' spread (``ov``), the others from the profile's timed runs."""
+    spread = getattr(comm, "spread", None)
+    if spread is None:
+        return None
+    g = built.graph
+    spreads = {}
+    for c, (_, coll, nbytes, grp) in built.comm_info.items():
+        f = spread(coll, nbytes, list(grp))
+        if f is None:
+            continue
+        beside = ov.spread(nbytes) if ov is not None and g.dur_us[c] != unstretched[c] \
+            else None
+        f = beside if beside is not None else f
+        wait = max(unstretched[c] - float(transfer(coll, nbytes, list(grp))), 0.0)
+        spreads[c] = (max(g.dur_us[c] - wait, 0.0), f)
+
+    def measure(s: Schedule) -> np.ndarray:
+        return np.array([x for r in built.ranks
+                         for x in _breakdown(built, s, r, s.makespan_us)])
+
+    return expected_step(built.graph, spreads, base=sched, measure=measure,
+                         draws=draw_count(len(built.graph)))
 
 
 class _SkewedComm:
