@@ -55,11 +55,11 @@ def test_argument_errors(argv: list[str], needle: str, capsys: pytest.CaptureFix
 @pytest.mark.slow
 @pytest.mark.timeout(400)
 def test_real_run_predicts_one_trace_from_each_profile(tmp_path: Path) -> None:
-    """A tiny GPT traced once, two profiles per mode (two sizes), every prediction made
+    """A tiny GPT traced once, one profile per mode (two sizes), every prediction made
     through the simulate command from the profile of its mode's run count."""
     out = tmp_path / "pp.json"
     proc = run_python([str(REPO / "benchmarks" / "profile_precision.py"), "--sizes", "tiny",
-                       "--layouts", "ddp", "--profiles", "2", "--profile-sizes", "4KB,64KB",
+                       "--layouts", "ddp", "--profiles", "1", "--profile-sizes", "4KB,64KB",
                        "--iters", "3,6", "--steps", "6", "--keep", str(tmp_path / "keep"),
                        "--output", str(out)], timeout=380, env={"OMP_NUM_THREADS": "1"})
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -67,7 +67,7 @@ def test_real_run_predicts_one_trace_from_each_profile(tmp_path: Path) -> None:
     (case,) = doc["cases"]
     assert case["case"] == "ddp/tiny"
     for mode in ("3 runs", "6 runs"):
-        assert case[mode]["n"] == 2 and all(x > 0 for x in case[mode]["predicted_us"])
+        assert case[mode]["n"] == 1 and all(x > 0 for x in case[mode]["predicted_us"])
     for p in doc["profiles"]:
         prof = json.loads(Path(p["path"]).read_text())
         runs = {len(r) for op in prof["ops"] if "runs_us" in op for r in op["runs_us"]}
