@@ -44,7 +44,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-__all__ = ["MODELS", "fw_bw", "main", "model_and_loss", "table"]
+__all__ = ["MODELS", "fw_bw", "main", "model_and_loss", "table", "wrapped_minus_plain"]
 
 RESULTS = REPO / "benchmarks" / "results" / "ddp_host_cost.json"
 MODELS = ("gpt", "bert", "llama", "resnet")
@@ -120,22 +120,30 @@ def fw_bw(model: Any, loss: Callable[[Any], Any], *, zero: bool = True
     return (c1 - c0) * 1e6, (c2 - c1) * 1e6
 
 
-def _in_model(build: Callable[[], Any], loss: Callable[[Any], Any],
-              samples: int) -> dict[str, float]:
-    """Median forward and backward µs of DDP(model) minus the plain model, interleaved."""
-    from torch import nn
-
-    ddp, plain = nn.parallel.DistributedDataParallel(build()), build()
+def wrapped_minus_plain(wrapped: Any, plain: Any, loss: Callable[[Any], Any], samples: int,
+                        *, warmup: int = 1, zero: bool = True) -> dict[str, float]:
+    """Median forward and backward µs (:func:`fw_bw`) of ``wrapped`` minus ``plain``,
+    ``samples`` of each interleaved after ``warmup`` untimed rounds, and the plain ones."""
     got: dict[str, list[float]] = {"f1": [], "b1": [], "f0": [], "b0": []}
-    for i in range(samples + 2):  # two warm-up rounds: DDP rebuilds its buckets after one
-        for model, tag in ((ddp, "1"), (plain, "0")):
-            f, b = fw_bw(model, loss)
-            if i >= 2:
+    for i in range(samples + warmup):
+        for model, tag in ((wrapped, "1"), (plain, "0")):
+            f, b = fw_bw(model, loss, zero=zero)
+            if i >= warmup:
                 got["f" + tag].append(f)
                 got["b" + tag].append(b)
     med = {k: statistics.median(v) for k, v in got.items()}
     return {"fw_us": med["f1"] - med["f0"], "bw_us": med["b1"] - med["b0"],
             "plain_fw_us": med["f0"], "plain_bw_us": med["b0"]}
+
+
+def _in_model(build: Callable[[], Any], loss: Callable[[Any], Any],
+              samples: int) -> dict[str, float]:
+    """Median forward and backward µs of DDP(model) minus the plain model, interleaved."""
+    from torch import nn
+
+    # two warm-up rounds: DDP rebuilds its buckets after one
+    return wrapped_minus_plain(nn.parallel.DistributedDataParallel(build()), build(), loss,
+                               samples, warmup=2)
 
 
 def _linear_stacks(samples: int) -> dict[str, list[float]]:
@@ -152,17 +160,10 @@ def _linear_stacks(samples: int) -> dict[str, list[float]]:
         def build(linears: int = linears, h: int = h) -> Any:
             return nn.Sequential(*(nn.Linear(h, h) for _ in range(linears)))
 
-        ddp, plain = nn.parallel.DistributedDataParallel(build()), build()
-        got: dict[str, list[float]] = {"f1": [], "b1": [], "f0": [], "b0": []}
-        for i in range(samples + 1):
-            for model, tag in ((ddp, "1"), (plain, "0")):
-                f, b = fw_bw(model, lambda m, x=x: m(x), zero=False)  # as it did
-                if i:
-                    got["f" + tag].append(f)
-                    got["b" + tag].append(b)
-        med = {k: statistics.median(v) for k, v in got.items()}
-        out["ddp_fw_cpu_us"].append(max(med["f1"] - med["f0"], 0.0))
-        out["ddp_bw_cpu_us"].append(max(med["b1"] - med["b0"], 0.0))
+        med = wrapped_minus_plain(nn.parallel.DistributedDataParallel(build()), build(),
+                                  lambda m, x=x: m(x), samples, zero=False)  # as it did
+        out["ddp_fw_cpu_us"].append(max(med["fw_us"], 0.0))
+        out["ddp_bw_cpu_us"].append(max(med["bw_us"], 0.0))
         out["ddp_params"].append(2.0 * linears)
         out["ddp_bytes"].append(4.0 * linears * (h * h + h))
     return out

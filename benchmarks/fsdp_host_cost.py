@@ -34,7 +34,6 @@ Writes the JSON and prints a markdown table; takes two to three minutes on 2 cor
 from __future__ import annotations
 
 import json
-import statistics
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -84,23 +83,14 @@ def _in_model(name: str, build: Callable[[], Any], loss: Callable[[Any], Any], m
     """Median forward and backward µs of the FSDP2 model minus the plain one, interleaved."""
     from torch.distributed.fsdp import fully_shard
 
-    from benchmarks.ddp_host_cost import fw_bw
+    from benchmarks.ddp_host_cost import wrapped_minus_plain
 
     sharded = build()
     for u in units(name, sharded):
         fully_shard(u, mesh=mesh)
     fully_shard(sharded, mesh=mesh)
-    plain = build()
-    got: dict[str, list[float]] = {"f1": [], "b1": [], "f0": [], "b0": []}
-    for i in range(samples + 1):  # one warm-up round: FSDP2's lazy init runs in it
-        for model, tag in ((sharded, "1"), (plain, "0")):
-            f, b = fw_bw(model, loss)
-            if i:
-                got["f" + tag].append(f)
-                got["b" + tag].append(b)
-    med = {k: statistics.median(v) for k, v in got.items()}
-    return {"fw_us": med["f1"] - med["f0"], "bw_us": med["b1"] - med["b0"],
-            "plain_fw_us": med["f0"], "plain_bw_us": med["b0"]}
+    # one warm-up round: FSDP2's lazy init runs in it
+    return wrapped_minus_plain(sharded, build(), loss, samples)
 
 
 def _linear_units(mesh: Any, samples: int) -> dict[str, list[float]]:
@@ -110,7 +100,7 @@ def _linear_units(mesh: Any, samples: int) -> dict[str, list[float]]:
     from torch import nn
     from torch.distributed.fsdp import fully_shard
 
-    from benchmarks.ddp_host_cost import fw_bw
+    from benchmarks.ddp_host_cost import wrapped_minus_plain
     from echo_sim.measure.host_overheads import FSDP_UNITS
 
     out: dict[str, list[float]] = {k: [] for k in ("fsdp_fw_cpu_us", "fsdp_bw_cpu_us",
@@ -126,17 +116,10 @@ def _linear_units(mesh: Any, samples: int) -> dict[str, list[float]]:
         for unit in sharded:
             fully_shard(unit, mesh=mesh)
         fully_shard(sharded, mesh=mesh)
-        plain = build()
-        got: dict[str, list[float]] = {"f1": [], "b1": [], "f0": [], "b0": []}
-        for i in range(samples + 1):
-            for model, tag in ((sharded, "1"), (plain, "0")):
-                f, b = fw_bw(model, lambda m, x=x: m(x), zero=False)  # as it did
-                if i:
-                    got["f" + tag].append(f)
-                    got["b" + tag].append(b)
-        med = {k: statistics.median(v) for k, v in got.items()}
-        out["fsdp_fw_cpu_us"].append(max(med["f1"] - med["f0"], 0.0) / FSDP_UNITS)
-        out["fsdp_bw_cpu_us"].append(max(med["b1"] - med["b0"], 0.0) / FSDP_UNITS)
+        med = wrapped_minus_plain(sharded, build(), lambda m, x=x: m(x), samples,
+                                  zero=False)  # as it did
+        out["fsdp_fw_cpu_us"].append(max(med["fw_us"], 0.0) / FSDP_UNITS)
+        out["fsdp_bw_cpu_us"].append(max(med["bw_us"], 0.0) / FSDP_UNITS)
         out["fsdp_params"].append(2.0 * linears)
         out["fsdp_unit_bytes"].append(4.0 * linears * (h * h + h))
     return out
