@@ -41,8 +41,10 @@ spread:
   :data:`OPTIM_PARAMS` small parameters, per-parameter (``foreach=False``) or multi-tensor
   (``foreach=True``), plain or DTensor (``Shard(0)`` on the world mesh), thread CPU time;
 * ``fsdp_fw_cpu_us`` / ``fsdp_bw_cpu_us`` per FSDP2 unit at the configurations
-  :data:`FSDP_CONFIGS` (``fsdp_params`` / ``fsdp_unit_bytes`` list each one's parameters and
-  unsharded bytes per unit) against the plain model: FSDP2's per-unit hooks, copy-in /
+  :data:`FSDP_CONFIGS` (units of transformer MLP blocks, as the DDP and tensor-parallel
+  samples use; ``fsdp_params`` / ``fsdp_unit_bytes`` / ``fsdp_blocks`` list each one's
+  parameters, unsharded bytes and blocks per unit; profiles without ``fsdp_blocks`` measured
+  units of Linears) against the plain model: FSDP2's per-unit hooks, copy-in /
   copy-out, buffer allocation, the collectives' issue and DTensor parameter swaps on the
   world mesh (median thread CPU time of FSDP2 minus that of plain, per unit: one value per
   rank and configuration);
@@ -309,11 +311,10 @@ def optimizer_samples(mesh: Any, reps: int) -> dict[str, list[float]]:
     return out
 
 
-def fsdp_samples(mesh: Any, reps: int,
-                 configs: tuple[tuple[int, int], ...] = FSDP_CONFIGS) -> dict[str, list[float]]:
+def fsdp_samples(mesh: Any, reps: int) -> dict[str, list[float]]:
     """The FSDP2 samples of the module docstring (``fsdp_*``), ``reps`` rounds on ``mesh``:
     :data:`FSDP_UNITS` ``fully_shard`` units (then the root) of ``blocks`` transformer MLP
-    blocks of width ``hidden`` each, per ``(blocks, hidden)`` of ``configs``, on
+    blocks of width ``hidden`` each, per ``(blocks, hidden)`` of :data:`FSDP_CONFIGS`, on
     ``(8, tokens / 8, hidden)`` input that needs grad, against the plain model, gradients
     set to None after each sample; collective: every rank of ``mesh`` calls."""
     import torch
@@ -323,7 +324,7 @@ def fsdp_samples(mesh: Any, reps: int,
     out: dict[str, list[float]] = {k: [] for k in ("fsdp_fw_cpu_us", "fsdp_bw_cpu_us",
                                                    "fsdp_params", "fsdp_unit_bytes",
                                                    "fsdp_blocks")}
-    for blocks, h in configs:
+    for blocks, h in FSDP_CONFIGS:
         x = torch.randn(8, _block_tokens(h) // 8, h, requires_grad=True)
 
         def build(blocks: int = blocks, h: int = h) -> Any:
