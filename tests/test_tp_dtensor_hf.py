@@ -164,9 +164,10 @@ def test_a_2_process_dtensor_run_is_predicted_from_a_1_process_trace(
         assert one.returncode == 0, one.stderr[-2000:]
 
     trace_single(before)
+    # the collectives a tensor-parallel step issues (the rest of a full profile is time)
     made = run_python(["-m", "echo_sim", "profile-comm", "--nproc", "2", "--no-progress",
-                       "--output", str(prof)], env={"OMP_NUM_THREADS": "1"}, timeout=300,
-                      cwd=REPO)
+                       "--ops", "all_reduce,all_gather", "--output", str(prof)],
+                      env={"OMP_NUM_THREADS": "1"}, timeout=300, cwd=REPO)
     assert made.returncode == 0, made.stderr[-2000:]
     two = run_torchrun([SCRIPT, "--layout", "tp", "--steps", "16", "--trace-start", "2",
                         "--trace-end", "15", "--trace-dir", str(tp), *BENCH_MODEL],
