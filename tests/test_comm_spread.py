@@ -134,7 +134,8 @@ def test_simulate_reports_the_expected_step_over_the_profiles_runs(tmp_path: Pat
     cfg = dict(dp=2, bucket_cap_bytes=1024)  # several buckets, the first during backward
     a = simulate(tr, SimConfig(comm_profile=str(mean), **cfg))  # type: ignore[arg-type]
     b = simulate(tr, SimConfig(comm_profile=str(drawn), **cfg), keep=True)  # type: ignore[arg-type]
-    assert "comm_spread" not in a.calibration
+    assert "comm_spread" not in a.calibration and a.iteration_range_us is None
+    assert a.to_dict()["iteration_range_us"] is None
     assert not any("run-to-run spread" in m for m in a.models)
     note = next(m for m in b.models if m.startswith("collective run-to-run spread"))
     assert "draws of the measured runs" in note
@@ -150,6 +151,13 @@ def test_simulate_reports_the_expected_step_over_the_profiles_runs(tmp_path: Pat
     for r in b.ranks:  # the breakdown is averaged over the same draws: it still adds up
         assert r.compute_us + r.exposed_comm_us + r.bubble_us + r.idle_us == \
             pytest.approx(b.iteration_time_us, rel=1e-9)
+    lo, hi = b.iteration_range_us or (0.0, 0.0)
+    assert lo <= b.iteration_time_us <= hi and b.to_dict()["iteration_range_us"] == [lo, hi]
+    from echo_sim.commands.simulate import render
+
+    first = render(b).splitlines()[1]
+    assert first.startswith("iteration time") and f"{lo / 1e3:.3f}-{hi / 1e3:.3f} ms" in first
+    assert "10-90 %" not in render(a)
     # reproducible: the draws are seeded
     again = simulate(tr, SimConfig(comm_profile=str(drawn), **cfg))  # type: ignore[arg-type]
     assert again.iteration_time_us == b.iteration_time_us

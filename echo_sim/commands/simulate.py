@@ -78,7 +78,10 @@ def render(res: Any) -> str:
         f"{'processes' if res.cluster == 'cpu-gloo' else 'GPUs'} = {res.nodes} nodes x "
         f"{res.gpus_per_node}, {res.cluster}), {c.schedule}, micro-batch {res.micro_batch}, "
         f"global batch {res.global_batch} ({res.micro_batches} micro-batches)",
-        f"iteration time   {res.iteration_time_us / 1e3:.3f} ms",
+        f"iteration time   {res.iteration_time_us / 1e3:.3f} ms" + (
+            f"  (expected; 10-90 %: {res.iteration_range_us[0] / 1e3:.3f}-"
+            f"{res.iteration_range_us[1] / 1e3:.3f} ms as collectives stall or not)"
+            if getattr(res, "iteration_range_us", None) else ""),
         f"throughput       {res.samples_per_s:.2f} samples/s"
         + (f", {res.tokens_per_s:.0f} tokens/s" if res.tokens_per_s else ""),
         "",

@@ -102,6 +102,9 @@ class SimResult:
     batch: BatchChoice | None = None
     warnings: list[str] = field(default_factory=list)
     calibration: dict[str, dict[str, float]] = field(default_factory=dict)
+    # 10th and 90th percentiles of the step over the collectives' measured spread (µs;
+    # None when nothing was drawn: echo_sim.sim.comm_spread)
+    iteration_range_us: tuple[float, float] | None = None
     built: Built | None = field(default=None, repr=False)
     schedule: Schedule | None = field(default=None, repr=False)
     workload: Workload | None = field(default=None, repr=False)
@@ -129,6 +132,8 @@ class SimResult:
         c = self.config
         return {
             "iteration_time_us": self.iteration_time_us,
+            "iteration_range_us": (list(self.iteration_range_us)
+                                   if self.iteration_range_us is not None else None),
             "samples_per_s": self.samples_per_s,
             "tokens_per_s": self.tokens_per_s,
             "layout": {"dp": c.dp, "tp": max(c.stage_tps), "pp": c.pp, "schedule": c.schedule,
@@ -381,6 +386,7 @@ def simulate(trace: Trace | Workload, config: SimConfig, *, comm: Any = None,
         world_size=config.world, nodes=cluster.nodes, gpus_per_node=cluster.gpus_per_node,
         simulated_ranks=built.ranks, num_tasks=len(built.graph), hardware=hw, batch=batch,
         warnings=notes.warnings, calibration=notes.calibration,
+        iteration_range_us=(drawn.p10_us, drawn.p90_us) if drawn is not None else None,
         built=built if keep else None, schedule=sched if keep else None,
         workload=workload if keep else None)
 
