@@ -79,7 +79,8 @@ Usage::
     python benchmarks/accuracy.py [--reps 3] [--layouts ddp,fsdp,tp,pp]
         [--sizes gpt-s,gpt-m,cnn,convattn,bert,resnet,llama] [--steps 20] [--warmup 3] [--diagnose]
         [--keep DIR] [--output FILE] [--comm-profile FILE | --profile-sizes 1KB..16MB]
-        [--nproc 2] [--no-plain-single] [--cluster PRESET] [--malloc default|fixed]
+        [--nproc 2] [--traces N] [--no-plain-single] [--cluster PRESET]
+        [--malloc default|fixed]
     python benchmarks/accuracy.py --repredict OLD.json --keep DIR [--output NEW.json]
     python benchmarks/accuracy.py --merge RUN1.json RUN2.json ... [--output ALL.json]
 
@@ -88,6 +89,14 @@ models (each from its own trace and comm profile) against the measurements on re
 ``--merge`` runs no job either: it pools the repetitions of several runs into one table (a
 row's median and noise over every repetition of every run; on a shared 2-core host the
 same command's runs an hour apart differ by more than one run's own spread).
+
+``--traces N`` takes N one-process traces per model and repetition (separate processes, one
+after the other) and predicts every case twice: from the first trace alone (the table's
+figures, what one trace gives a user) and from all N pooled, ``simulate TRACE TRACE2 ...``
+(each op's median over the runs, :mod:`echo_sim.workload.pool`). On a shared CPU host one
+process runs the same step at its own pace, so a one-trace prediction carries that
+process's luck; the table under the main one sets the two predictions' errors and spreads
+side by side on the same jobs.
 
 ``--no-plain-single`` skips the uncaptured 1-process run kept beside each trace to measure
 capture overhead (the traced op times the prediction starts from include it).
@@ -412,21 +421,23 @@ def _rel(path: Path, root: Path) -> str:
         return str(path.resolve())
 
 
-def _simulate_argv(trace: Path, case: Case, comm_profile: Path, timeline: Path | None,
-                   cluster: str | None, root: Path) -> list[str]:
-    """``python -m echo_sim simulate TRACE FLAGS --json [--output DIR --force]``, paths
-    relative to ``root``."""
-    argv = [*SIMULATE, _rel(trace, root),
+def _simulate_argv(trace: Path | list[Path], case: Case, comm_profile: Path,
+                   timeline: Path | None, cluster: str | None, root: Path) -> list[str]:
+    """``python -m echo_sim simulate TRACE [TRACE...] FLAGS --json [--output DIR --force]``
+    (several traces: runs of the same job, pooled per op), paths relative to ``root``."""
+    traces = trace if isinstance(trace, list) else [trace]
+    argv = [*SIMULATE, *(_rel(t, root) for t in traces),
             *_sim_flags(case, _rel(comm_profile, root), cluster), "--json"]
     if timeline is not None:
         argv += ["--output", _rel(timeline, root), "--force"]
     return argv
 
 
-def _predict(trace: Path, case: Case, comm_profile: Path, timeline: Path | None,
+def _predict(trace: Path | list[Path], case: Case, comm_profile: Path, timeline: Path | None,
              cluster: str | None = None, *, root: Path,
              timeout: float = 300.0) -> dict[str, Any]:
-    """Run the simulate command in ``root`` on the trace directory ``trace``; its figures.
+    """Run the simulate command in ``root`` on the trace directory ``trace`` (a list: runs of
+    the same job, pooled); its figures.
 
     ``sim_wall_s`` is the command's wall time (s), interpreter start and imports included.
     Raises :class:`SimulateError` (with the argv) when the command fails.
@@ -499,9 +510,11 @@ def run_benchmark(cases: tuple[Case, ...], *, reps: int, steps: int, warmup: int
                   profile_busy_us: float = 0.0, second_busy_us: float | None = None,
                   second_replay: bool = False,
                   comm_profile: Path | None = None, plain_single: bool = True,
-                  timeout: float = 300, cluster: str | None = None,
+                  timeout: float = 300, cluster: str | None = None, traces: int = 1,
                   log: Any = sys.stderr) -> dict[str, Any]:
-    """Run every case ``reps`` times; return the JSON document (see the module docstring)."""
+    """Run every case ``reps`` times; return the JSON document (see the module docstring).
+    ``traces`` > 1: that many one-process traces per model and repetition, each case also
+    predicted from all of them pooled (``simulate TRACE TRACE2 ...``)."""
     from echo_sim.cost.comm_profile import save_comm_profile
     from echo_sim.measure.profile_comm import ProfileSpec, measure_comm_profile, parse_sizes
 
@@ -549,6 +562,19 @@ def run_benchmark(cases: tuple[Case, ...], *, reps: int, steps: int, warmup: int
             single = {"rep": rep, "size": size, "traced_iteration_us": traced[
                 "iteration_time_us"], "rss_before_model_bytes": srec["rss_before_model_bytes"],
                 "peak_rss_bytes": srec["peak_rss_bytes"]}
+            # more runs of the same one-process job, each its own process: the pooled
+            # prediction's per-op medians (the first trace alone stays the headline)
+            pool = [base / "trace"]
+            for k in range(2, traces + 1):
+                try:
+                    _launch(_train_flags("single", size, steps=steps, capture=base / f"trace{k}",
+                                         nproc=1), base / f"single{k}", 1, timeout, size)
+                    pool.append(base / f"trace{k}")
+                except Exception as e:  # the pooled figure then has fewer traces
+                    print(f"rep {rep} {size}: trace {k} failed: {e}", file=log)
+            if len(pool) > 1:
+                single["pooled_traced_iteration_us"] = [
+                    _collect_figures(t)["iteration_time_us"] for t in pool]
             if plain_single:
                 # the same 1-process job without capture: capture overhead in the trace
                 # inflates every predicted op time by this ratio
@@ -576,6 +602,8 @@ def run_benchmark(cases: tuple[Case, ...], *, reps: int, steps: int, warmup: int
                             timeout=timeout)
                     pred_b = (_predict(base / "trace", case, comm_b, None, cluster, root=root,
                                        timeout=timeout) if comm_b is not None else None)
+                    pred_p = (_predict(pool, case, comm, None, cluster, root=root,
+                                       timeout=timeout) if len(pool) > 1 else None)
                     row["load_avg_before"] = _loadavg()
                     recs = _launch(_train_flags(case.layout, size, steps=steps, capture=None,
                                                 nproc=case.nproc),
@@ -615,6 +643,11 @@ def run_benchmark(cases: tuple[Case, ...], *, reps: int, steps: int, warmup: int
                     row.update(second_predicted_us=round(pred_b["iteration_time_us"], 1),
                                second_error_pct=round(_err_pct(pred_b["iteration_time_us"],
                                                                meas), 2))
+                if pred_p is not None:
+                    row.update(pooled_predicted_us=round(pred_p["iteration_time_us"], 1),
+                               pooled_error_pct=round(_err_pct(pred_p["iteration_time_us"],
+                                                               meas), 2),
+                               pooled_simulate_argv=pred_p["simulate_argv"])
                 if dg:
                     cap = base / f"{case.layout}-captured"
                     try:
@@ -632,7 +665,9 @@ def run_benchmark(cases: tuple[Case, ...], *, reps: int, steps: int, warmup: int
                       f"{pred['iteration_time_us'] / 1e3:.2f} ms ({row['error_pct']:+.1f}%), "
                       f"memory {row['mem_error_pct']:+.1f}%"
                       + (f"; second profile {row['second_error_pct']:+.1f}%"
-                         if pred_b is not None else ""), file=log)
+                         if pred_b is not None else "")
+                      + (f"; pooled {len(pool)} traces {row['pooled_error_pct']:+.1f}%"
+                         if pred_p is not None else ""), file=log)
         rep_loads[-1]["after"] = _loadavg()
     doc = _summarise(cases, raw, singles, loads, steps=steps, warmup=warmup, reps=reps,
                      cluster=cluster)
@@ -642,6 +677,10 @@ def run_benchmark(cases: tuple[Case, ...], *, reps: int, steps: int, warmup: int
         (f"busy mode, {profile_busy_us:g} us of compute before each timed collective"
          if profile_busy_us > 0 else "idle mode, a barrier before each timed collective")
         + f", {profile_iters} timed runs per size")
+    if traces > 1:
+        doc["method"]["pooled_traces"] = (
+            f"{traces} one-process traces per model and repetition (separate processes, one "
+            "after the other); pooled: simulate TRACE TRACE2 ... (each op's median time)")
     if second_replay:
         doc["method"]["second_comm_profile"] = (
             "replay-comm of each case's simulated timeline (simulate --output), 10 timed "
@@ -690,6 +729,21 @@ prediction fails keeps its measurement and the error.
                        predicted_peak_bytes=int(pred["peak_memory_bytes"]),
                        simulate_argv=pred["simulate_argv"], warnings=pred["warnings"],
                        sim_wall_s=pred["sim_wall_s"])
+            if "pooled_predicted_us" in rec:  # the pooled traces it kept, predicted again
+                pool = [base / "trace"] + sorted(
+                    (t for t in base.glob("trace[0-9]*") if t.name[5:].isdigit()),
+                    key=lambda t: int(t.name[5:]))
+                try:
+                    pp = _predict(pool, case, root / f"rep{r}" / "comm.json", None, cluster,
+                                  root=root)
+                    new.update(pooled_predicted_us=round(pp["iteration_time_us"], 1),
+                               pooled_error_pct=round(_err_pct(pp["iteration_time_us"],
+                                                               rec["measured_us"]), 2),
+                               pooled_simulate_argv=pp["simulate_argv"])
+                except SimulateError as e:
+                    for k in ("pooled_predicted_us", "pooled_error_pct"):
+                        new.pop(k, None)
+                    new["pooled_error"] = str(e)
             if dg:
                 new["diagnosis"] = dict(rec["diagnosis"],
                                         simulated=_collect_figures(base / f"{case.layout}-sim"))
@@ -760,6 +814,26 @@ def _second(ok: list[dict[str, Any]], measured_us: float) -> dict[str, Any]:
             "second_rep_errors_pct": [r["second_error_pct"] for r in got]}
 
 
+def _pooled(ok: list[dict[str, Any]], measured_us: float) -> dict[str, Any]:
+    """The row's figures from its pooled traces (``--traces``), on the repetitions that have
+    them: the error of the medians, each repetition's, the paired error and the spread of
+    the predictions, beside the same repetitions' single-trace prediction spread."""
+    got = [r for r in ok if "pooled_predicted_us" in r]
+    if not got:
+        return {}
+    p = statistics.median(r["pooled_predicted_us"] for r in got)
+    paired, half = paired_error([r["pooled_error_pct"] for r in got])
+    return {"pooled_predicted_us": round(p, 1),
+            "pooled_error_pct": round(_err_pct(p, measured_us), 2),
+            "pooled_rep_errors_pct": [r["pooled_error_pct"] for r in got],
+            "pooled_paired_error_pct": round(paired, 2),
+            "pooled_paired_half_iqr_pct": round(half, 2),
+            "pooled_prediction_spread_pct": round(_rep_spread_pct(
+                [r["pooled_predicted_us"] for r in got]), 2),
+            "single_prediction_spread_pct": round(_rep_spread_pct(
+                [r["predicted_us"] for r in got]), 2)}
+
+
 def _summarise(cases: tuple[Case, ...], raw: dict[str, list[dict[str, Any]]],
                singles: list[dict[str, Any]], loads: list[float], *, steps: int, warmup: int,
                reps: int, cluster: str | None = None) -> dict[str, Any]:
@@ -794,7 +868,7 @@ def _summarise(cases: tuple[Case, ...], raw: dict[str, list[dict[str, Any]]],
                        rep_errors_pct=[r["error_pct"] for r in ok],
                        paired_error_pct=round(paired, 2),
                        paired_half_iqr_pct=round(paired_spread, 2),
-                       **_second(ok, m),
+                       **_second(ok, m), **_pooled(ok, m),
                        measured_mem_delta_bytes=int(mm), predicted_mem_delta_bytes=int(pm),
                        mem_error_pct=round(_err_pct(pm, mm), 2))
             splits = [r["split"] for r in ok if "split" in r]
@@ -940,9 +1014,32 @@ def table(doc: dict[str, Any]) -> str:
                       f"{r['layout']} {r['model']} {r['second_error_pct']:+.1f} % (reps "
                       + ", ".join(f"{e:+.1f}" for e in r["second_rep_errors_pct"]) + ")"
                       for r in second)]
+    lines += _pooled_lines(doc)
     lines += _load_lines(doc["machine"])
     lines += _argv_lines(doc)
     return "\n".join(lines)
+
+
+def _pooled_lines(doc: dict[str, Any]) -> list[str]:
+    """Each row predicted from its first trace alone and from all its traces pooled."""
+    rows = [r for r in doc["cases"] if "pooled_error_pct" in r]
+    if not rows:
+        return []
+    lines = ["", f"Pooled traces ({doc['method'].get('pooled_traces', '?')}), the same jobs: "
+             "error of medians, paired error and the spread of the predictions over the "
+             "repetitions, first trace alone vs pooled:", "",
+             "| layout | model | first trace: error | paired | predictions ± | pooled: error "
+             "| paired | predictions ± | pooled per repetition |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(
+            f"| {r['layout']} | {r['model']} | {r['error_pct']:+.1f} % | "
+            f"{r['paired_error_pct']:+.1f} ±{r['paired_half_iqr_pct']:.1f} | "
+            f"{r['single_prediction_spread_pct']:.1f} % | {r['pooled_error_pct']:+.1f} % | "
+            f"{r['pooled_paired_error_pct']:+.1f} ±{r['pooled_paired_half_iqr_pct']:.1f} | "
+            f"{r['pooled_prediction_spread_pct']:.1f} % | "
+            + ", ".join(f"{e:+.1f}" for e in r["pooled_rep_errors_pct"]) + " |")
+    return lines
 
 
 def _split_lines(cases: list[dict[str, Any]]) -> list[str]:
@@ -1000,6 +1097,10 @@ def _parser() -> argparse.ArgumentParser:
                         f"{DEFAULT_ITERS}, as profile-comm; 15 before 2026-11-27)")
     p.add_argument("--profile-sizes", default="1KB..16MB",
                    help="message sizes of the per-repetition profile (default 1KB..16MB)")
+    p.add_argument("--traces", type=int, default=1, metavar="N",
+                   help="one-process traces per model and repetition (default 1); N > 1 also "
+                        "predicts every case from all N pooled (simulate TRACE TRACE2 ...: "
+                        "each op's median) and reports it beside the first trace's")
     p.add_argument("--no-plain-single", action="store_true",
                    help="skip the uncaptured 1-process run (capture overhead)")
     p.add_argument("--cluster", default=None,
@@ -1033,7 +1134,7 @@ def main(argv: list[str] | None = None) -> int:
     bad = [x for x in layouts if x not in LAYOUTS]
     if bad:
         p.error(f"--layouts {','.join(bad)}: choose from {', '.join(LAYOUTS)}")
-    for name in ("reps", "steps", "nproc", "profile_iters"):
+    for name in ("reps", "steps", "nproc", "profile_iters", "traces"):
         if getattr(a, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be >= 1")
     if not 0 <= a.warmup < a.steps:
@@ -1081,7 +1182,7 @@ def main(argv: list[str] | None = None) -> int:
                             profile_iters=a.profile_iters,
                             comm_profile=Path(a.comm_profile) if a.comm_profile else None,
                             plain_single=not a.no_plain_single, timeout=a.timeout,
-                            cluster=a.cluster)
+                            cluster=a.cluster, traces=a.traces)
     doc["machine"]["malloc"] = malloc_settings()
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(doc, indent=1) + "\n")

@@ -98,6 +98,28 @@ def test_summary_medians_and_table() -> None:
     assert one["noise_pct"] == pytest.approx(9.09, abs=0.01) and not one["within_noise"]
     assert "-10.0 (spread 9.1%) |" in table({**doc, "cases": [one]})
     assert "| tp | tiny | 2 | failed: boom" in text
+    assert "Pooled traces" not in text  # one trace per repetition: no pooled table
+
+
+def test_pooled_traces_are_summarised_beside_the_first_trace() -> None:
+    """``--traces N``: each repetition's pooled prediction, its error of medians, paired
+    error and spread, set beside the first trace's on the repetitions that have both."""
+    reps = [{"rep": i, "measured_us": m, "predicted_us": p, "error_pct": _err_pct(p, m),
+             "pooled_predicted_us": q, "pooled_error_pct": _err_pct(q, m),
+             "measured_mem_delta_bytes": 1, "predicted_mem_delta_bytes": 1}
+            for i, (m, p, q) in enumerate(((100.0, 80.0, 95.0), (100.0, 130.0, 105.0),
+                                           (100.0, 100.0, 100.0)))]
+    doc = _summarise((Case(layout="ddp", size="tiny"),), {"ddp/tiny": reps}, [], [1.0],
+                     steps=6, warmup=2, reps=3)
+    doc["method"]["pooled_traces"] = "3 one-process traces"
+    (row,) = doc["cases"]
+    assert row["pooled_predicted_us"] == 100.0 and row["pooled_error_pct"] == 0.0
+    assert row["pooled_rep_errors_pct"] == [-5.0, 5.0, 0.0]
+    # predictions 80, 130, 100 spread 25 % (half the range over the median), pooled 5 %
+    assert row["single_prediction_spread_pct"] == pytest.approx(25.0)
+    assert row["pooled_prediction_spread_pct"] == pytest.approx(5.0)
+    assert "| ddp | tiny | +0.0 % | +0.0 ±" in table(doc)
+    assert "| 25.0 % | +0.0 % | +0.0 ±5.0 | 5.0 % | -5.0, +5.0, +0.0 |" in table(doc)
 
 
 @pytest.mark.slow
@@ -112,7 +134,7 @@ def test_pipeline_end_to_end_on_a_tiny_model(tmp_path: Path,
     assert main(["--sizes", "tiny", "--layouts", "ddp", "--reps", "1", "--steps", "5",
                  "--malloc", "fixed",
                  "--warmup", "2", "--profile-sizes", "1KB,4KB", "--profile-iters", "5",
-                 "--second-profile-replay", "--keep",
+                 "--second-profile-replay", "--traces", "2", "--keep",
                  str(tmp_path / "work"), "--output", str(out)]) == 0
     doc = json.loads(out.read_text())
     assert doc["benchmark"] == "accuracy"
@@ -159,6 +181,13 @@ def test_pipeline_end_to_end_on_a_tiny_model(tmp_path: Path,
     assert rep["replay_argv"][3:5] == ["replay-comm", "rep0/tiny/ddp-sim"]
     assert "Second profile (replay-comm of each case's simulated timeline" in table(doc)
     assert doc["single_traces"][0]["rss_before_model_bytes"] > 0
+    # --traces 2: a second one-process run traced, the case also predicted from both pooled
+    assert len(doc["single_traces"][0]["pooled_traced_iteration_us"]) == 2
+    assert rep["pooled_simulate_argv"][4:6] == ["rep0/tiny/trace", "rep0/tiny/trace2"]
+    assert case["pooled_error_pct"] == pytest.approx(
+        100 * (case["pooled_predicted_us"] - case["measured_us"]) / case["measured_us"],
+        abs=0.01)
+    assert "Pooled traces (2 one-process traces" in table(doc)
     # the kept run predicts again with today's models, measurements reused as they are
     again = tmp_path / "again.json"
     assert main(["--repredict", str(out), "--keep", str(tmp_path / "work"), "--output",
@@ -166,6 +195,7 @@ def test_pipeline_end_to_end_on_a_tiny_model(tmp_path: Path,
     redo = json.loads(again.read_text())
     assert redo["cases"][0]["measured_us"] == case["measured_us"]
     assert redo["cases"][0]["predicted_us"] > 0 and "repredicted" in redo["method"]
+    assert redo["cases"][0]["reps"][0]["pooled_simulate_argv"] == rep["pooled_simulate_argv"]
 
 
 def test_an_error_inside_the_noise_is_not_claimed() -> None:

@@ -7,6 +7,7 @@ from typing import Any
 
 from echo_sim.commands.checks import MAX_GLOBAL_BATCH, MAX_GPUS, int_in, parse_bytes_flag
 from echo_sim.commands.outputs import check_output, check_output_dir, flag_errors, output_file
+from echo_sim.commands.simulate import PATHS_HELP
 from echo_sim.commands.spec import Command, Result, arg
 from echo_sim.errors import ConfigError
 
@@ -134,7 +135,8 @@ def _hardware(trace: Any, opts: Any) -> tuple[str, int, str]:
     return name, gpn, f"hardware: {name}, {gpn} per node ({how})"
 
 
-def _simulate_line(path: str, cand: Any, space: Any, tp_plan: str | None = None) -> str:
+def _simulate_line(paths: list[str], cand: Any, space: Any, tp_plan: str | None = None
+                   ) -> str:
     """The simulate command that predicts ``cand`` exactly as the search did (``tp_plan``:
     the ``--tp-plan`` file the search used)."""
     import shlex
@@ -144,20 +146,18 @@ def _simulate_line(path: str, cand: Any, space: Any, tp_plan: str | None = None)
     argv = simulate_argv(cand.layout.sim_config(space))
     if tp_plan is not None and cand.layout.tp > 1:
         argv += ["--tp-plan", tp_plan]
-    return " ".join(shlex.quote(a) for a in ["python", "-m", "echo_sim", "simulate", path,
+    return " ".join(shlex.quote(a) for a in ["python", "-m", "echo_sim", "simulate", *paths,
                                             *argv])
 
 
 def run(opts: Any) -> Result:
-    from echo_sim.commands.simulate import tp_plan_flag
-    from echo_sim.load import load_trace
+    from echo_sim.commands.simulate import job_workload, tp_plan_flag
     from echo_sim.search import SearchSpace, search, write_train_config
     from echo_sim.workload.tensor_parallel import apply_tp_plan
-    from echo_sim.workload.traced import traced_workload
 
     if opts.gpus is None or opts.global_batch is None:
         raise ConfigError("search needs --gpus N and --global-batch N")
-    trace = load_trace(opts.paths[0])
+    trace, workload = job_workload(opts.paths)  # the same start as simulate's
     cluster, gpus_per_node, hw_note = _hardware(trace, opts)
     space = SearchSpace(
         gpus=opts.gpus, global_batch=opts.global_batch, gpus_per_node=gpus_per_node,
@@ -181,7 +181,6 @@ def run(opts: Any) -> Result:
         if not opts.plot.lower().endswith(PLOT_TYPES):
             raise ConfigError(f"--plot {opts.plot}: unknown image type; use "
                               f"{', '.join(PLOT_TYPES)}")
-    workload = traced_workload(trace)  # the same start as simulate's
     traced_zero = (workload.meta.get("training") or {}).get("zero_stage")
     if isinstance(traced_zero, int) and traced_zero > 0:
         # rows are what their labels say; simulate --zero-stage 1|2 prices the others
@@ -196,8 +195,10 @@ def run(opts: Any) -> Result:
                  progress=True)
     data = res.to_dict(top=opts.top)
     data["source"] = opts.paths[0]
+    if len(opts.paths) > 1:
+        data["sources"] = list(opts.paths)
     data["hardware"] = hw_note
-    commands = [_simulate_line(opts.paths[0], c, space, opts.tp_plan)
+    commands = [_simulate_line(opts.paths, c, space, opts.tp_plan)
                 for c in res.candidates[:opts.top]]
     for row, cmd in zip(data["ranked"], commands, strict=True):
         row["simulate"] = cmd
@@ -241,6 +242,8 @@ COMMAND = Command(
     help="find the best parallel layout under a memory limit (and write a train config)",
     description=DESCRIPTION,
     run=run,
+    paths=-1,
+    paths_help=PATHS_HELP,
     epilog="example: python -m echo_sim search gpt175b --gpus 1024 --gpus-per-node 8 "
            "--cluster dgx-h100 --global-batch 1536 --memory-limit 80GB --top 10 "
            "--output best.json",

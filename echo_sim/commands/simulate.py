@@ -9,7 +9,8 @@ from echo_sim.commands.outputs import check_output_dir, flag_errors
 from echo_sim.commands.spec import Command, Result, arg
 from echo_sim.errors import ConfigError
 
-__all__ = ["COMMAND", "render", "sim_config", "simulate_argv", "tp_plan_flag"]
+__all__ = ["COMMAND", "PATHS_HELP", "job_workload", "render", "sim_config", "simulate_argv",
+           "tp_plan_flag"]
 
 MAX_WRITTEN_RANKS = 64
 # Bounds of the flags (checked before any work): beyond them a run exhausts memory or time.
@@ -17,6 +18,10 @@ MAX_GPUS = 2**20  # dp·tp·pp
 MAX_FULL_GPUS = 16384  # --mode full simulates every rank
 MAX_MICRO_BATCHES = 65536  # per iteration: each is a task chain in the schedule
 MAX_MEMORY_BYTES = 2**60
+
+PATHS_HELP = ("trace directory or file; several: separate runs of the same job (model, "
+              "layout, micro-batch), each op's time the median over them, so that one "
+              "process's pace on a shared CPU host weighs less")
 
 DESCRIPTION = """\
 Predict one training iteration of the traced model on DP x TP x PP GPUs of a cluster
@@ -296,15 +301,32 @@ def simulate_argv(config: Any) -> list[str]:
     return argv
 
 
+def job_workload(paths: list[str]) -> tuple[Any, Any]:
+    """The first trace of ``paths`` (its hardware and metadata) and the workload simulate
+    and search start from: that trace's, or the per-op median of several runs of the same
+    job (:func:`~echo_sim.workload.pool.pool_workloads`)."""
+    from echo_sim.load import load_trace
+    from echo_sim.workload.pool import pool_workloads
+    from echo_sim.workload.traced import traced_workload
+
+    seen = set()
+    for p in paths:
+        if p in seen:
+            raise ConfigError(f"PATH {p} is given twice: pool separate runs of the job")
+        seen.add(p)
+    traces = [load_trace(p) for p in paths]
+    workloads = [traced_workload(t) for t in traces]
+    return traces[0], pool_workloads(workloads, paths if len(paths) > 1 else None)
+
+
 def run(opts: Any) -> Result:
     from echo_sim.load import load_trace
     from echo_sim.sim.simulate import simulate
-    from echo_sim.workload.traced import traced_workload
 
     sim_config(opts)  # the flags' own errors before any work
     if opts.output:
         check_output_dir("--output", opts.output)  # before the work
-    workload = traced_workload(load_trace(opts.paths[0]))
+    _, workload = job_workload(opts.paths)
     traced = workload.traced_layout
     config = sim_config(opts, traced)
     extra = tuple(load_trace(p) for p in opts.batch_trace or ())
@@ -314,6 +336,8 @@ def run(opts: Any) -> Result:
                              "trace's process groups and stages (--dp/--tp/--pp name another)")
     data = res.to_dict()
     data["source"] = opts.paths[0]
+    if len(opts.paths) > 1:
+        data["sources"] = list(opts.paths)
     text = render(res)
     if opts.output:
         from echo_sim.trace.export import write_echo_dirs
@@ -351,6 +375,8 @@ COMMAND = Command(
     help="predict iteration time, throughput and memory at another scale / layout / cluster",
     description=DESCRIPTION,
     run=run,
+    paths=-1,
+    paths_help=PATHS_HELP,
     param_flags={"memory_limit_bytes": "--memory-limit", "batch_traces": "--batch-trace",
                  "ptp_bw_gbps": "--ptp-bandwidth", "remote_bw_gbps": "--bandwidth",
                  "mesh_rows": "--num-rows", "mesh_cols": "--num-cols",

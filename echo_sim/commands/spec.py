@@ -37,7 +37,7 @@ class Command:
     """A CLI command.
 
     ``paths``: how many trace paths it takes as positionals (0, 1, 2 for compare, -1: one or
-    more). ``param_flags``: library parameter names that differ from the flags' own names
+    more; ``paths_help`` says what several mean). ``param_flags``: library parameter names that differ from the flags' own names
     (``memory_limit_bytes`` → ``--memory-limit``), so the CLI's messages name flags.
     ``run`` receives the parsed options (attributes named after the long flags, plus
     ``paths`` as a list of str) and returns a :class:`Result`.
@@ -51,15 +51,14 @@ class Command:
     paths: int = 1
     epilog: str = ""
     param_flags: dict[str, str] = field(default_factory=dict)
+    paths_help: str = "trace directory or file (several: one file, runs side by side)"
 
     def add_arguments(self, parser: Any) -> None:
         """Add this command's PATH positionals and options to an ``argparse`` parser."""
         if self.paths == 1:
             parser.add_argument("paths", nargs=1, metavar="PATH", help="trace directory or file")
         elif self.paths == -1:
-            parser.add_argument("paths", nargs="+", metavar="PATH",
-                                help="trace directory or file (several: one file, runs side "
-                                     "by side)")
+            parser.add_argument("paths", nargs="+", metavar="PATH", help=self.paths_help)
         elif self.paths == 2:
             parser.add_argument("paths", nargs=2, metavar="PATH",
                                 help="two traces to compare: A B")

@@ -516,6 +516,8 @@ def _op_times(config: SimConfig, workload: Workload, others: list[Workload], mb:
     batch model × compute scaling × host contention (CPU hosts, calibrated)."""
     bm = make_batch_model([workload, *others])
     notes.models.append(bm.description)
+    if workload.pool_note:
+        notes.models.append(workload.pool_note)
     cs = compute_scaling(workload, hw.target_gpu, factor=config.compute_factor)
     notes.models.append(cs.description)
     if workload.minor_faults_per_step is not None and workload.device == "cpu":

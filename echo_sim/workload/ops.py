@@ -202,6 +202,8 @@ class Workload:
     # from it, so simulating the workload equals simulating the trace (search does the former)
     meta: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     tp_note: str = ""  # one line: where the tensor-parallel roles came from, what is unplaced
+    # one line when the op times are the median of several traces (echo_sim.workload.pool)
+    pool_note: str = ""
     # a pipeline-parallel trace's stages: the units (forward order) each traced stage ran
     # (echo_sim.workload.stages.join_stages); empty for a one-stage trace
     traced_stages: tuple[tuple[str, ...], ...] = ()
