@@ -2,9 +2,9 @@
 
 On a CPU host one process computes the same step at its own pace: glibc's allocator history
 (whether activations land on fresh pages), where its memory lies, which core it runs on.
-On this project's 2-core hosts two runs of the same one-process job, one after the other,
-differed by up to 40 % in step time with nothing else running, and every op of a run moved
-together. A prediction made from one trace inherits that process's luck whole; the median
+On this project's 2-core hosts three traces of the same one-process job, taken one after
+the other, differed by 6-36 % in step time (median 17 %; README, "Several runs of one
+job"). A prediction made from one trace inherits that process's luck whole; the median
 over ``n`` traces of separate runs weighs each process by ``1/n``
 (``benchmarks/accuracy.py --traces``, README).
 
