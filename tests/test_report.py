@@ -131,6 +131,10 @@ def test_bad_input_is_one_line(capsys: Any, tmp_path: Path) -> None:
                        "--simulate", "--dp banana")
     assert code != 0 and "--simulate" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "x.html").exists()
+    # simulate takes several traces; the report's --simulate predicts the report's own
+    code, _, err = run(capsys, "report", DDP, "--output", tmp_path / "x.html",
+                       "--simulate", f"{DDP} --dp 4")
+    assert code == 2 and "simulate's flags only" in err and len(err.strip().splitlines()) == 1
     code, _, err = run(capsys, "report", tmp_path / "nothing", "--output", tmp_path / "y.html")
     assert code != 0 and len(err.strip().splitlines()) == 1
 

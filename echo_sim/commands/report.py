@@ -54,6 +54,9 @@ def _predict(path: str, flags: str, trace: Any) -> tuple[Any, str, dict[str, Any
     except ValueError as e:
         raise ConfigError(f"--simulate {flags!r}: {e}") from None
     opts = parser.parse_args([path, *argv])
+    if len(opts.paths) > 1:
+        raise ConfigError(f"--simulate {flags!r}: simulate's flags only; the report's trace is "
+                          "the one predicted")
     if opts.output:
         raise ConfigError("--simulate: --output is simulate's own; run simulate for it")
     from echo_sim.workload.traced import traced_workload

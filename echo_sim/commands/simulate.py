@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from echo_sim.commands.checks import float_in, int_in, parse_bytes_flag
@@ -309,11 +310,11 @@ def job_workload(paths: list[str]) -> tuple[Any, Any]:
     from echo_sim.workload.pool import pool_workloads
     from echo_sim.workload.traced import traced_workload
 
-    seen = set()
+    seen: set[str] = set()
     for p in paths:
-        if p in seen:
+        if os.path.realpath(p) in seen:
             raise ConfigError(f"PATH {p} is given twice: pool separate runs of the job")
-        seen.add(p)
+        seen.add(os.path.realpath(p))
     traces = [load_trace(p) for p in paths]
     workloads = [traced_workload(t) for t in traces]
     return traces[0], pool_workloads(workloads, paths if len(paths) > 1 else None)
