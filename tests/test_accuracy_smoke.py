@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -27,6 +28,7 @@ from benchmarks.accuracy import (
     table,
 )
 from echo_sim.cost.comm_profile import load_comm_profile
+from tests.cli_util import run
 
 __all__: list[str] = []
 
@@ -124,8 +126,8 @@ def test_pooled_traces_are_summarised_beside_the_first_trace() -> None:
 
 @pytest.mark.slow
 @pytest.mark.timeout(240)
-def test_pipeline_end_to_end_on_a_tiny_model(tmp_path: Path,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_pipeline_end_to_end_on_a_tiny_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     for k in FIXED_MALLOC:  # --malloc fixed sets them in this process: restored after
         monkeypatch.setenv(k, "0")  # records the variable's state, so teardown restores it
@@ -188,6 +190,21 @@ def test_pipeline_end_to_end_on_a_tiny_model(tmp_path: Path,
         100 * (case["pooled_predicted_us"] - case["measured_us"]) / case["measured_us"],
         abs=0.01)
     assert "Pooled traces (2 one-process traces" in table(doc)
+    # the two real runs pooled: the prediction lies between theirs and says what it pooled
+    work = tmp_path / "work" / "rep0"
+
+    def sim(*paths: Path) -> dict[str, Any]:
+        code, out, err = run(capsys, "simulate", *paths, "--dp", "2", "--comm-profile",
+                             work / "comm.json", "--json")
+        assert code == 0, err
+        return dict(json.loads(out))
+
+    capsys.readouterr()  # the benchmark's own table
+    runs = [work / "tiny" / "trace", work / "tiny" / "trace2"]
+    lo, hi = sorted(sim(t)["iteration_time_us"] for t in runs)
+    both = sim(*runs)
+    assert lo <= both["iteration_time_us"] <= hi
+    assert any("per-op median over 2 traces" in m for m in both["models"])
     # the kept run predicts again with today's models, measurements reused as they are
     again = tmp_path / "again.json"
     assert main(["--repredict", str(out), "--keep", str(tmp_path / "work"), "--output",

@@ -1,6 +1,7 @@
 """Several traces of the same job pooled per op (``simulate A B C``, ``search A B C``):
 the median op times, the checks that the traces are runs of one job, and that search's
-rows are still exactly the simulate commands they print."""
+rows are still exactly the simulate commands they print. Two real one-process runs pooled
+through the command line: ``tests/test_accuracy_smoke.py`` (``--traces 2``)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,6 @@ from echo_sim.load import load_trace
 from echo_sim.workload.pool import pool_workloads
 from echo_sim.workload.traced import traced_workload
 from tests.cli_util import run
-from tests.harness import run_python
 
 SHAPE = ["--layers", "2", "--hidden", "256", "--heads", "4", "--seq", "128", "--vocab",
          "1024", "--micro-batch", "2", "--gpu", "a100"]
@@ -109,31 +109,3 @@ def test_search_over_pooled_runs_prints_commands_that_reproduce_it(
         assert code == 0, err
         assert json.loads(out)["iteration_time_us"] == pytest.approx(
             row["iteration_time_us"], rel=1e-12)
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(240)
-def test_two_real_one_process_runs_pool(tmp_path: Path) -> None:
-    """Two real captured runs of the example GPT (separate processes): the pooled
-    prediction, through the command line, lies between the two runs' own and says so."""
-    traces = []
-    for k in (1, 2):
-        d = tmp_path / f"t{k}"
-        r = run_python(["examples/train.py", "--layout", "single", "--model", "gpt",
-                        "--layers", "2", "--hidden", "64", "--seq", "32", "--steps", "5",
-                        "--capture", "--trace-dir", str(d), "--trace-start", "1",
-                        "--trace-end", "4"], env={"OMP_NUM_THREADS": "1"}, timeout=180)
-        assert r.returncode == 0, r.stderr
-        traces.append(d)
-
-    def sim(*paths: Path) -> dict[str, Any]:
-        r = run_python(["-m", "echo_sim", "simulate", *map(str, paths), "--dp", "2",
-                        "--json"], timeout=120)
-        assert r.returncode == 0, r.stderr
-        return json.loads(r.stdout)
-
-    a, b, both = sim(traces[0]), sim(traces[1]), sim(*traces)
-    lo, hi = sorted([a["iteration_time_us"], b["iteration_time_us"]])
-    assert lo <= both["iteration_time_us"] <= hi
-    note = next(m for m in both["models"] if "per-op median over 2 traces" in m)
-    assert note.count(" / ") == 1  # both runs' step times are listed
