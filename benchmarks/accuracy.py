@@ -573,8 +573,8 @@ def run_benchmark(cases: tuple[Case, ...], *, reps: int, steps: int, warmup: int
                 except Exception as e:  # the pooled figure then has fewer traces
                     print(f"rep {rep} {size}: trace {k} failed: {e}", file=log)
             if len(pool) > 1:
-                single["pooled_traced_iteration_us"] = [
-                    _collect_figures(t)["iteration_time_us"] for t in pool]
+                single["pooled_traced_iteration_us"] = [traced["iteration_time_us"]] + [
+                    _collect_figures(t)["iteration_time_us"] for t in pool[1:]]
             if plain_single:
                 # the same 1-process job without capture: capture overhead in the trace
                 # inflates every predicted op time by this ratio
