@@ -123,7 +123,8 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from echo_sim.measure.profile_comm import DEFAULT_ITERS  # noqa: E402
+from echo_sim.measure.host_overheads import DEFAULT_ROUNDS  # noqa: E402
+from echo_sim.measure.profile_comm import DEFAULT_ITERS, HOST_ROUNDS_RANGE  # noqa: E402
 from echo_trace.meta import malloc_settings  # noqa: E402  (after the path: run as a script)
 
 __all__ = ["CASES", "FIXED_MALLOC", "SIZES", "Case", "half_iqr_pct", "main", "merge",
@@ -506,7 +507,7 @@ def _loadavg() -> list[float]:
 
 def run_benchmark(cases: tuple[Case, ...], *, reps: int, steps: int, warmup: int, root: Path,
                   diagnose: bool, profile_sizes: str = "1KB..16MB",
-                  profile_iters: int = DEFAULT_ITERS,
+                  profile_iters: int = DEFAULT_ITERS, profile_host_rounds: int = DEFAULT_ROUNDS,
                   profile_busy_us: float = 0.0, second_busy_us: float | None = None,
                   second_replay: bool = False,
                   comm_profile: Path | None = None, plain_single: bool = True,
@@ -528,7 +529,7 @@ def run_benchmark(cases: tuple[Case, ...], *, reps: int, steps: int, warmup: int
                            group_sizes=tuple(n for n in nprocs if n != max(nprocs)),
                            ops=("all_reduce", "all_gather", "reduce_scatter", "broadcast",
                                 "send"), iters=profile_iters, warmup=2, progress=False,
-                           busy_us=busy_us)
+                           busy_us=busy_us, host_rounds=profile_host_rounds)
         path.parent.mkdir(parents=True, exist_ok=True)
         save_comm_profile(measure_comm_profile(spec), path, overwrite=True)
         print(f"comm profile {path}: {time.perf_counter() - t0:.1f} s", file=log)
@@ -676,7 +677,7 @@ def run_benchmark(cases: tuple[Case, ...], *, reps: int, steps: int, warmup: int
         str(comm_profile) if comm_profile is not None else
         (f"busy mode, {profile_busy_us:g} us of compute before each timed collective"
          if profile_busy_us > 0 else "idle mode, a barrier before each timed collective")
-        + f", {profile_iters} timed runs per size")
+        + f", {profile_iters} timed runs per size, {profile_host_rounds} host rounds")
     if traces > 1:
         doc["method"]["pooled_traces"] = (
             f"{traces} one-process traces per model and repetition (separate processes, one "
@@ -1095,6 +1096,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--profile-iters", type=int, default=DEFAULT_ITERS, metavar="N",
                    help=f"timed runs per size of the per-repetition profile (default "
                         f"{DEFAULT_ITERS}, as profile-comm; 15 before 2026-11-27)")
+    p.add_argument("--profile-host-rounds", type=int, default=DEFAULT_ROUNDS, metavar="N",
+                   help=f"samples of each host microbenchmark in the per-repetition profile "
+                        f"(default {DEFAULT_ROUNDS}, as profile-comm --host-rounds; "
+                        f"{HOST_ROUNDS_RANGE[0]}..{HOST_ROUNDS_RANGE[1]})")
     p.add_argument("--profile-sizes", default="1KB..16MB",
                    help="message sizes of the per-repetition profile (default 1KB..16MB)")
     p.add_argument("--traces", type=int, default=1, metavar="N",
@@ -1137,6 +1142,9 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("reps", "steps", "nproc", "profile_iters", "traces"):
         if getattr(a, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be >= 1")
+    if not HOST_ROUNDS_RANGE[0] <= a.profile_host_rounds <= HOST_ROUNDS_RANGE[1]:
+        p.error(f"--profile-host-rounds {a.profile_host_rounds} must be in "
+                f"{HOST_ROUNDS_RANGE[0]}..{HOST_ROUNDS_RANGE[1]}")
     if not 0 <= a.warmup < a.steps:
         p.error(f"--warmup {a.warmup} must be in 0..--steps - 1")
     if a.second_profile_replay and a.second_profile_busy_us is not None:
@@ -1180,6 +1188,7 @@ def main(argv: list[str] | None = None) -> int:
                             second_busy_us=a.second_profile_busy_us,
                             second_replay=a.second_profile_replay,
                             profile_iters=a.profile_iters,
+                            profile_host_rounds=a.profile_host_rounds,
                             comm_profile=Path(a.comm_profile) if a.comm_profile else None,
                             plain_single=not a.no_plain_single, timeout=a.timeout,
                             cluster=a.cluster, traces=a.traces)

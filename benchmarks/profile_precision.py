@@ -54,6 +54,8 @@ from benchmarks.accuracy import (  # noqa: E402  (after the path: run as a scrip
     _predict,
     _train_flags,
 )
+from echo_sim.measure.host_overheads import DEFAULT_ROUNDS  # noqa: E402
+from echo_sim.measure.profile_comm import HOST_ROUNDS_RANGE  # noqa: E402
 
 __all__ = ["Mode", "main", "summarise", "table"]
 
@@ -70,14 +72,15 @@ class Mode:
     iters: int
 
 
-def _profile(path: Path, mode: Mode, *, sizes: str) -> dict[str, Any]:
+def _profile(path: Path, mode: Mode, *, sizes: str,
+             host_rounds: int = DEFAULT_ROUNDS) -> dict[str, Any]:
     """Measure one profile into ``path`` as ``accuracy.py`` does (its ops and sizes);
     its wall time (s) and the median standard error (%) of its 16 KiB..1 MiB points."""
     from echo_sim.cost.comm_profile import save_comm_profile
     from echo_sim.measure.profile_comm import ProfileSpec, measure_comm_profile, parse_sizes
 
     spec = ProfileSpec(nproc=2, sizes_bytes=parse_sizes(sizes), ops=OPS, iters=mode.iters,
-                       warmup=2, progress=False)
+                       warmup=2, progress=False, host_rounds=host_rounds)
     t0 = time.perf_counter()
     prof = measure_comm_profile(spec)
     wall = time.perf_counter() - t0
@@ -148,7 +151,7 @@ def table(doc: dict[str, Any]) -> str:
 
 def run(cases: tuple[Case, ...], modes: tuple[Mode, ...], *, profiles: int,
         profile_sizes: str, steps: int, root: Path, timeout: float,
-        log: Any = sys.stderr) -> dict[str, Any]:
+        host_rounds: int = DEFAULT_ROUNDS, log: Any = sys.stderr) -> dict[str, Any]:
     """Trace every size once, then ``profiles`` rounds of one profile per mode, each
     predicting every case; the result document."""
     traces: dict[str, Path] = {}
@@ -165,7 +168,8 @@ def run(cases: tuple[Case, ...], modes: tuple[Mode, ...], *, profiles: int,
     for k in range(profiles):
         for mode in modes:
             loads.append(os.getloadavg()[0])
-            prof = _profile(root / f"p{k}-{mode.name}.json", mode, sizes=profile_sizes)
+            prof = _profile(root / f"p{k}-{mode.name}.json", mode, sizes=profile_sizes,
+                            host_rounds=host_rounds)
             made.append(prof)
             for case in cases:
                 pred = _predict(traces[case.size], case, Path(prof["path"]), None, root=root,
@@ -197,6 +201,9 @@ def _parser() -> argparse.ArgumentParser:
                         "the default before 2026-11-27 and now)")
     p.add_argument("--profile-sizes", default="1KB..16MB",
                    help="message sizes of every profile (default 1KB..16MB, as accuracy.py)")
+    p.add_argument("--host-rounds", type=int, default=DEFAULT_ROUNDS, metavar="N",
+                   help=f"samples of each host microbenchmark in every profile (default "
+                        f"{DEFAULT_ROUNDS}, as profile-comm)")
     p.add_argument("--steps", type=int, default=12, help="steps of each traced run (default 12)")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per job (default 300)")
     p.add_argument("--keep", default="", metavar="DIR", help="keep traces and profiles under DIR")
@@ -222,6 +229,9 @@ def main(argv: list[str] | None = None) -> int:
         iters = []
     if not iters or min(iters) < 1 or len(set(iters)) != len(iters):
         p.error(f"--iters {a.iters!r}: a comma list of different counts >= 1, e.g. 15,60")
+    if not HOST_ROUNDS_RANGE[0] <= a.host_rounds <= HOST_ROUNDS_RANGE[1]:
+        p.error(f"--host-rounds {a.host_rounds} must be in "
+                f"{HOST_ROUNDS_RANGE[0]}..{HOST_ROUNDS_RANGE[1]}")
     if a.steps < 4:
         p.error("--steps must be >= 4: the trace window is steps 2..steps-1")
     cases = tuple(c for c in CASES if c.size in sizes and c.layout in layouts)
@@ -235,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
         root = Path(a.keep) if a.keep else Path(tmp)
         root.mkdir(parents=True, exist_ok=True)
         doc = run(cases, modes, profiles=a.profiles, profile_sizes=a.profile_sizes,
-                  steps=a.steps, root=root, timeout=a.timeout)
+                  steps=a.steps, root=root, timeout=a.timeout, host_rounds=a.host_rounds)
     out = Path(a.output)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(doc, indent=1) + "\n")

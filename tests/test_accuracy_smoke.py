@@ -136,6 +136,7 @@ def test_pipeline_end_to_end_on_a_tiny_model(tmp_path: Path, monkeypatch: pytest
     assert main(["--sizes", "tiny", "--layouts", "ddp", "--reps", "1", "--steps", "5",
                  "--malloc", "fixed",
                  "--warmup", "2", "--profile-sizes", "1KB,4KB", "--profile-iters", "5",
+                 "--profile-host-rounds", "3",
                  "--second-profile-replay", "--traces", "2", "--keep",
                  str(tmp_path / "work"), "--output", str(out)]) == 0
     doc = json.loads(out.read_text())

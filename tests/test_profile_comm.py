@@ -19,6 +19,7 @@ from echo_sim.measure.profile_comm import (
     COMPUTE_OPS,
     DEFAULT_ITERS,
     DEFAULT_SIZES,
+    HOST_ROUNDS_RANGE,
     PROFILE_OPS,
     RUN_CUT,
     ProfileSpec,
@@ -167,6 +168,18 @@ def test_busy_us_validation() -> None:
         ProfileSpec(busy_us=-1.0)
 
 
+def test_host_rounds_validation() -> None:
+    """Each host quantity is a median of its rounds: at least 3, by parameter name; the
+    command's flag is bounded the same."""
+    lo, hi = HOST_ROUNDS_RANGE
+    assert ProfileSpec(host_rounds=lo).host_rounds == lo and lo == 3
+    for bad in (lo - 1, hi + 1):
+        with pytest.raises(ConfigError, match=f"host_rounds {bad}: must be in {lo}..{hi}"):
+            ProfileSpec(host_rounds=bad)
+    assert _opts("-o", "p.json", "--host-rounds", "5").host_rounds == 5
+    assert _opts("-o", "p.json").host_rounds == 15
+
+
 @pytest.mark.slow
 def test_busy_mode_records_compute_contention() -> None:
     """Busy mode: fixed compute before each timed run; compute rows alone vs all ranks."""
@@ -194,7 +207,8 @@ def test_busy_mode_calibrates_the_host_on_the_idle_modes_work() -> None:
     timed; with it, busy-mode collectives are timed on the last arrival (the transfer)."""
     prof = measure_comm_profile(ProfileSpec(nproc=2, sizes_bytes=(4096,), iters=2, warmup=1,
                                             ops=("all_reduce",), backend="gloo",
-                                            progress=False, busy_us=200.0, timeout_s=140))
+                                            progress=False, busy_us=200.0, timeout_s=140,
+                                            host_rounds=3))
     assert prof.run_time == "last_arrival"
     (lead_in, _), = prof.samples[("compute_alone", 2)]
     (calibration_work,) = prof.calibration["contention_work_products"]
@@ -223,20 +237,23 @@ def test_gloo_profile_carries_host_calibration() -> None:
         TP_SHAPES,
     )
 
+    rounds = 4  # host_rounds: every quantity's samples (15 by default)
     prof = measure_comm_profile(ProfileSpec(nproc=2, sizes_bytes=(4096,), iters=2, warmup=1,
                                             ops=("all_reduce",), backend="gloo",
-                                            progress=False, timeout_s=140))
+                                            progress=False, timeout_s=140,
+                                            host_rounds=rounds))
     cal = prof.calibration
     assert prof.cpu_count >= 1 and prof.threads_per_rank >= 1 and prof.load_avg >= 0
-    assert len(cal["contention_alone_us"]) == 15 and len(cal["contention_busy_us"]) == 30
+    assert len(cal["contention_alone_us"]) == rounds
+    assert len(cal["contention_busy_us"]) == 2 * rounds
     for key in ("optim_dtensor_loop_cpu_us", "optim_plain_foreach_cpu_us", "copy_bytes_per_us"):
-        assert len(cal[key]) == 30 and min(cal[key]) > 0, key  # 15 per rank
-    # the tensor-parallel MLP block: 15 rounds x every size x 2 ranks, thread CPU times
+        assert len(cal[key]) == 2 * rounds and min(cal[key]) > 0, key  # rounds per rank
+    # the tensor-parallel MLP block: rounds x every size x 2 ranks, thread CPU times
     assert cal["tp_act_bytes"] == [float(b * t * h * 4) for b, t, h in TP_SHAPES]
     for key in ("tp_block_fw_cpu_us", "tp_block_bw_cpu_us", "tp_block_plain_fw_cpu_us",
                 "tp_block_plain_bw_cpu_us", "tp_block_optim_cpu_us",
                 "tp_block_plain_optim_cpu_us"):
-        assert len(cal[key]) == 15 * len(TP_SHAPES) * 2 and min(cal[key]) > 0, key
+        assert len(cal[key]) == rounds * len(TP_SHAPES) * 2 and min(cal[key]) > 0, key
     assert cal["tp_block_dtensor_params"] == [4.0]  # kept once: the same on every rank
     assert "tp_fw_cpu_us" not in cal  # the isolated pair of older profiles
     # FSDP2 on the world mesh: one median per configuration and rank
@@ -252,10 +269,10 @@ def test_gloo_profile_carries_host_calibration() -> None:
     assert cal["ddp_blocks"] == [float(n) for n, _ in DDP_CONFIGS]
     assert len(cal["ddp_fw_cpu_us"]) == len(cal["ddp_bw_cpu_us"]) == 2 * len(DDP_CONFIGS)
     assert "dtensor_fw_us" not in cal  # the one-rank-mesh samples of older profiles
-    # 15 x SYNC_ROUNDS_FACTOR rounds x 3 amounts of work x 2 ranks
-    assert len(cal["sync_us"]) == len(cal["sync_work_us"]) == 15 * SYNC_ROUNDS_FACTOR * 3 * 2
+    # rounds x SYNC_ROUNDS_FACTOR x 3 amounts of work x 2 ranks
+    assert len(cal["sync_us"]) == len(cal["sync_work_us"]) == rounds * SYNC_ROUNDS_FACTOR * 3 * 2
     # overlap rounds: every size in every round, on both ranks, aligned lists
-    n = 15 * len(OVERLAP_BYTES) * 2
+    n = rounds * len(OVERLAP_BYTES) * 2
     assert all(len(cal[k]) == n for k in cal if k.startswith("overlap_"))
     assert sorted(set(cal["overlap_bytes"])) == [float(b) for b in OVERLAP_BYTES]
     assert min(cal["overlap_comm_busy_us"]) > 0 and min(cal["overlap_work_busy_us"]) > 0
@@ -362,7 +379,8 @@ def test_three_processes_time_a_sub_group_on_its_members_only() -> None:
     prof = measure_comm_profile(ProfileSpec(nproc=3, group_sizes=(2,), sizes_bytes=(4096,),
                                             iters=3, warmup=1,
                                             ops=("all_reduce",), backend="gloo",
-                                            progress=False, timeout_s=180))
+                                            progress=False, timeout_s=180,
+                                            host_rounds=3))
     assert prof.run_time == "last_arrival"
     assert sorted(prof.samples) == [("all_reduce", 2), ("all_reduce", 3)]
     for key in prof.samples:

@@ -60,7 +60,7 @@ def test_real_run_predicts_one_trace_from_each_profile(tmp_path: Path) -> None:
     out = tmp_path / "pp.json"
     proc = run_python([str(REPO / "benchmarks" / "profile_precision.py"), "--sizes", "tiny",
                        "--layouts", "ddp", "--profiles", "1", "--profile-sizes", "4KB,64KB",
-                       "--iters", "3,6", "--steps", "6", "--keep", str(tmp_path / "keep"),
+                       "--iters", "3,6", "--host-rounds", "3", "--steps", "6", "--keep", str(tmp_path / "keep"),
                        "--output", str(out)], timeout=380, env={"OMP_NUM_THREADS": "1"})
     assert proc.returncode == 0, proc.stderr[-2000:]
     doc = json.loads(out.read_text())

@@ -164,9 +164,11 @@ def test_a_2_process_dtensor_run_is_predicted_from_a_1_process_trace(
         assert one.returncode == 0, one.stderr[-2000:]
 
     trace_single(before)
-    # the collectives a tensor-parallel step issues (the rest of a full profile is time)
+    # the collectives a tensor-parallel step issues, up to 1 MiB (its all-reduces are of
+    # 8 x 64 x 256 floats, 512 KiB; the rest of a full profile is time)
     made = run_python(["-m", "echo_sim", "profile-comm", "--nproc", "2", "--no-progress",
-                       "--ops", "all_reduce,all_gather", "--output", str(prof)],
+                       "--ops", "all_reduce,all_gather", "--sizes", "1KB..1MB",
+                       "--output", str(prof)],
                       env={"OMP_NUM_THREADS": "1"}, timeout=300, cwd=REPO)
     assert made.returncode == 0, made.stderr[-2000:]
     two = run_torchrun([SCRIPT, "--layout", "tp", "--steps", "16", "--trace-start", "2",

@@ -10,7 +10,8 @@ from echo_sim.commands.checks import float_in, int_in
 from echo_sim.commands.outputs import check_output, flag_errors
 from echo_sim.commands.spec import Command, Result, arg
 from echo_sim.errors import ConfigError
-from echo_sim.measure.profile_comm import DEFAULT_ITERS
+from echo_sim.measure.host_overheads import DEFAULT_ROUNDS, SYNC_ROUNDS_FACTOR
+from echo_sim.measure.profile_comm import DEFAULT_ITERS, HOST_ROUNDS_RANGE
 
 __all__ = ["COMMAND", "run"]
 
@@ -40,7 +41,8 @@ def run(opts: Any) -> Result:
     spec = ProfileSpec(nproc=opts.nproc, group_sizes=groups, sizes_bytes=sizes,
                        iters=opts.iters, warmup=opts.warmup, backend=opts.backend, ops=ops,
                        timeout_s=opts.timeout, progress=not opts.no_progress,
-                       busy_us=opts.busy_us, host_overheads=not opts.no_host_overheads)
+                       busy_us=opts.busy_us, host_overheads=not opts.no_host_overheads,
+                       host_rounds=opts.host_rounds)
     profile = measure_comm_profile(spec)
     with flag_errors("--output", out):
         path = save_comm_profile(profile, out, overwrite=opts.force)
@@ -109,6 +111,10 @@ COMMAND = Command(
         arg("--no-host-overheads", action="store_true",
             help="gloo on CPU: skip the host microbenchmarks (compute contention, DTensor "
                  "dispatch, DTensor optimizer, FSDP2 hooks) that simulate calibrates from"),
+        arg("--host-rounds", type=int_in(*HOST_ROUNDS_RANGE), default=DEFAULT_ROUNDS,
+            help=f"gloo on CPU: samples of each host microbenchmark (default {DEFAULT_ROUNDS}; "
+                 f"the rank-skew probe runs {SYNC_ROUNDS_FACTOR}x as many). Fewer make a "
+                 "quicker profile whose host calibration moves more between profiles"),
         arg("--force", action="store_true", help="replace an existing --output file"),
         arg("--no-progress", action="store_true", help="no progress bar on stderr"),
     ),

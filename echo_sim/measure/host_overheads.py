@@ -80,8 +80,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["CONFIG_KEYS", "DDP_CONFIGS", "FSDP_CONFIGS", "FSDP_UNITS", "OPTIM_PARAMS",
-           "OVERLAP_BYTES", "SYNC_ROUNDS_FACTOR", "TP_SHAPES", "ddp_block_params",
+__all__ = ["CONFIG_KEYS", "DDP_CONFIGS", "DEFAULT_ROUNDS", "FSDP_CONFIGS", "FSDP_UNITS",
+           "OPTIM_PARAMS", "OVERLAP_BYTES", "SYNC_ROUNDS_FACTOR", "TP_SHAPES", "ddp_block_params",
            "ddp_samples", "fsdp_samples", "measure_host_overheads", "optimizer_samples",
            "tp_block_samples"]
 
@@ -104,7 +104,7 @@ OVERLAP_BYTES = (64 << 10, 1 << 20, 8 << 20)  # all-reduce sizes of the overlap 
 # (batch, seq, hidden) of the tensor-parallel MLP block: a per-call and a per-byte part of
 # DTensor's cost (8 KiB and 512 KiB of float32 activation)
 TP_SHAPES = ((1, 64, 32), (8, 128, 128))
-_SAMPLES = 15  # samples per quantity: each short (< ~1 ms), so that some escape preemption
+DEFAULT_ROUNDS = 15  # samples per quantity: each short (< ~1 ms), so that some escape preemption
 # rounds of the rank-skew probe per contention round: its waits are bimodal (a halted vCPU
 # wakes in milliseconds), so the slope against the work before them needs many samples (on
 # a 2-core VM, profiles of 15 rounds gave slopes of 0 to 0.20 us/us and predictions that
@@ -417,8 +417,9 @@ def _copy_bw(reps: int) -> list[float]:
 
 
 def measure_host_overheads(rank: int, nproc: int, work: Callable[[], Any], *,
-                           rounds: int = 15) -> dict[str, list[float]]:
-    """Every quantity of the module docstring as a list of samples (this rank's).
+                           rounds: int = DEFAULT_ROUNDS) -> dict[str, list[float]]:
+    """Every quantity of the module docstring as a list of samples (this rank's): ``rounds``
+    samples of each (the rank-skew probe :data:`SYNC_ROUNDS_FACTOR` times that).
 
     ``work``: the fixed compute for the contention rounds (``busy_us`` of matrix products).
     Collective: every rank must call it.
@@ -430,7 +431,7 @@ def measure_host_overheads(rank: int, nproc: int, work: Callable[[], Any], *,
     out: dict[str, list[float]] = {"contention_alone_us": alone, "contention_busy_us": busy}
     out.update(_sync_wait(SYNC_ROUNDS_FACTOR * rounds, work))
     out.update(_overlap(rounds, work))
-    reps = _SAMPLES
+    reps = rounds
     # the world mesh: tensor parallelism over every profiled rank, as the job's
     world = init_device_mesh("cpu", (nproc,))
     out.update(tp_block_samples(world, reps))

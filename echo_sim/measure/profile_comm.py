@@ -71,6 +71,7 @@ from typing import Any
 
 from echo_sim.cost.comm_profile import RUN_CUT, CommProfile, trimmed_mean, trimmed_stderr_pct
 from echo_sim.errors import ConfigError
+from echo_sim.measure.host_overheads import DEFAULT_ROUNDS
 from echo_sim.measure.ranks import join_ranks, write_result
 from echo_sim.measure.work import BusyWork, calibrate_busy, make_op, to_run_clock, whole_numel
 
@@ -79,6 +80,7 @@ __all__ = [
     "COMPUTE_OPS",
     "DEFAULT_ITERS",
     "DEFAULT_SIZES",
+    "HOST_ROUNDS_RANGE",
     "MAX_MESSAGE_BYTES",
     "PROFILE_OPS",
     "ProfileSpec",
@@ -141,6 +143,9 @@ def parse_sizes(text: str) -> tuple[int, ...]:
 
 
 DEFAULT_SIZES: tuple[int, ...] = parse_sizes("1KB..64MB")
+HOST_ROUNDS_RANGE = (3, 1000)
+"""Allowed rounds of the host microbenchmarks (``host_rounds``): each quantity's samples, a
+median of at least 3."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -158,6 +163,7 @@ class ProfileSpec:
     progress: bool = True
     busy_us: float = 0.0  # > 0: busy mode (see the module docstring)
     host_overheads: bool = True  # gloo on CPU: also run echo_sim.measure.host_overheads
+    host_rounds: int = DEFAULT_ROUNDS  # samples of each host quantity (HOST_ROUNDS_RANGE)
 
     def __post_init__(self) -> None:
         if self.nproc < 2:
@@ -181,6 +187,9 @@ class ProfileSpec:
             raise ConfigError(f"--timeout {self.timeout_s} must be > 0")
         if not 0 <= self.busy_us <= 1e6:
             raise ConfigError(f"--busy-us {self.busy_us}: must be in 0..1000000 (0: idle mode)")
+        lo, hi = HOST_ROUNDS_RANGE
+        if not lo <= self.host_rounds <= hi:
+            raise ConfigError(f"host_rounds {self.host_rounds}: must be in {lo}..{hi}")
 
 
 # ------------------------------------------------------------------------------ worker side
@@ -339,7 +348,7 @@ def _host_overheads(spec: ProfileSpec, rank: int, nproc: int, device: Any
     from echo_sim.measure.host_overheads import CONFIG_KEYS, measure_host_overheads
 
     work = calibrate_busy(_CONTENTION_WORK_US, rank, nproc, device)
-    mine = measure_host_overheads(rank, nproc, work.run)
+    mine = measure_host_overheads(rank, nproc, work.run, rounds=spec.host_rounds)
     every: list[Any] = [None] * nproc
     dist.all_gather_object(every, mine)
     pooled: dict[str, list[float]] = {}
