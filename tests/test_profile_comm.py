@@ -317,6 +317,22 @@ def test_ranks_run_one_thread_each_unless_the_user_says(monkeypatch: pytest.Monk
     assert measure_comm_profile(spec).threads_per_rank == 2
 
 
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
+                    reason="needs Linux and two usable cores")
+def test_the_profile_counts_the_cores_its_ranks_may_use() -> None:
+    """Under ``taskset`` (or a cgroup's cpuset) the profile records the cores the ranks may
+    run on, not the machine's: contention is judged against those."""
+    spec = ProfileSpec(nproc=2, sizes_bytes=(4096,), iters=1, warmup=0, ops=("all_reduce",),
+                       backend="gloo", progress=False, host_overheads=False, timeout_s=60)
+    allowed = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(allowed)})  # the ranks inherit it
+    try:
+        assert measure_comm_profile(spec).cpu_count == 1
+    finally:
+        os.sched_setaffinity(0, allowed)
+    assert os.cpu_count() != 1  # the machine's count would have said otherwise
+
+
 def test_trimmed_mean_keeps_the_slow_mode_and_drops_hiccups() -> None:
     # a bimodal collective (a third of the runs wait for a vCPU to wake) plus one hiccup:
     # the median (500) hides the slow third; the trimmed mean keeps it, not the hiccup

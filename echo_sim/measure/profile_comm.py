@@ -270,10 +270,12 @@ def _worker(rank: int, nproc: int, store_path: str, backend: str, spec: ProfileS
         if spec.host_overheads and backend == "gloo":
             calibration = _host_overheads(spec, rank, nproc, device)
         if rank == 0:
+            from echo_sim.store.parallel import cpu_count  # the cores taskset / a cpuset allow
+
             name = torch.cuda.get_device_name(device) if backend == "nccl" else _cpu_name()
             out = {"backend": backend, "device": "cuda" if backend == "nccl" else "cpu",
                    "device_name": name, "torch_version": torch.__version__, "ops": results,
-                   "cpu_count": os.cpu_count() or 0, "threads_per_rank": torch.get_num_threads(),
+                   "cpu_count": cpu_count(), "threads_per_rank": torch.get_num_threads(),
                    "calibration": calibration}
             write_result(result_path, out)
         dist.barrier()
