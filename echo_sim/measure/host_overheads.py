@@ -431,13 +431,12 @@ def measure_host_overheads(rank: int, nproc: int, work: Callable[[], Any], *,
     out: dict[str, list[float]] = {"contention_alone_us": alone, "contention_busy_us": busy}
     out.update(_sync_wait(SYNC_ROUNDS_FACTOR * rounds, work))
     out.update(_overlap(rounds, work))
-    reps = rounds
     # the world mesh: tensor parallelism over every profiled rank, as the job's
     world = init_device_mesh("cpu", (nproc,))
-    out.update(tp_block_samples(world, reps))
-    out.update(optimizer_samples(world, reps))
-    out.update(fsdp_samples(world, reps))
-    out.update(ddp_samples(reps))
-    out["copy_bytes_per_us"] = _copy_bw(reps)
+    out.update(tp_block_samples(world, rounds))
+    out.update(optimizer_samples(world, rounds))
+    out.update(fsdp_samples(world, rounds))
+    out.update(ddp_samples(rounds))
+    out["copy_bytes_per_us"] = _copy_bw(rounds)
     dist.barrier()
     return out

@@ -71,7 +71,7 @@ from typing import Any
 
 from echo_sim.cost.comm_profile import RUN_CUT, CommProfile, trimmed_mean, trimmed_stderr_pct
 from echo_sim.errors import ConfigError
-from echo_sim.measure.host_overheads import DEFAULT_ROUNDS
+from echo_sim.measure.host_overheads import CONFIG_KEYS, DEFAULT_ROUNDS, measure_host_overheads
 from echo_sim.measure.ranks import join_ranks, write_result
 from echo_sim.measure.work import BusyWork, calibrate_busy, make_op, to_run_clock, whole_numel
 
@@ -346,8 +346,6 @@ def _host_overheads(spec: ProfileSpec, rank: int, nproc: int, device: Any
     (busy mode's own work, before: the skew slope fitted on 2 ms of work came out 2.4 times
     the one fitted on 5 ms, minutes apart on the same host)."""
     import torch.distributed as dist
-
-    from echo_sim.measure.host_overheads import CONFIG_KEYS, measure_host_overheads
 
     work = calibrate_busy(_CONTENTION_WORK_US, rank, nproc, device)
     mine = measure_host_overheads(rank, nproc, work.run, rounds=spec.host_rounds)
