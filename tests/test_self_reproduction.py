@@ -187,7 +187,11 @@ def test_a_2_process_trace_reproduces_itself(layout: str, traced_runs: dict[str,
     steps = np.asarray([s["iteration_us"] for s in col["per_step"]])
     q1, q3 = np.percentile(steps, [25, 75])
     spread = (q3 - q1) / 2 / float(np.median(steps))
-    tol = max(TOLERANCE, spread)
+    # plus the standard error of the measured median itself: 1.2533 sigma / sqrt(n), sigma
+    # estimated as IQR / 1.349 (on a 2-core VM whose steps spread 6 %, one run in ten or
+    # twenty of 18 steps landed 6-7 % off its prediction: the median's own noise)
+    se_median = 1.2533 * (2 * spread / 1.349) / np.sqrt(len(steps))
+    tol = max(TOLERANCE, spread) + se_median
     for extra in ((), ("--comm-profile", str(PROFILE))):
         got = _json("simulate", str(trace), *extra)
         assert (got["layout"]["dp"], got["layout"]["tp"], got["layout"]["pp"],
@@ -195,7 +199,9 @@ def test_a_2_process_trace_reproduces_itself(layout: str, traced_runs: dict[str,
         err = got["iteration_time_us"] / measured - 1
         assert abs(err) <= tol, (f"{layout} {extra}: simulated {got['iteration_time_us']:.0f} "
                                  f"us vs traced {measured:.0f} us ({100 * err:+.1f} %, "
-                                 f"tolerance {100 * tol:.1f} %)")
+                                 f"tolerance {100 * tol:.1f} %: the larger of 5 % and the "
+                                 f"steps' half-IQR {100 * spread:.1f} %, plus the median's "
+                                 f"standard error {100 * se_median:.1f} %)")
         if extra:
             assert any("not applied" in m for m in got["models"])  # the trace holds them
 
