@@ -123,6 +123,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from echo_sim.commands.checks import int_in  # noqa: E402
 from echo_sim.measure.host_overheads import DEFAULT_ROUNDS  # noqa: E402
 from echo_sim.measure.profile_comm import DEFAULT_ITERS, HOST_ROUNDS_RANGE  # noqa: E402
 from echo_trace.meta import malloc_settings  # noqa: E402  (after the path: run as a script)
@@ -1096,7 +1097,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--profile-iters", type=int, default=DEFAULT_ITERS, metavar="N",
                    help=f"timed runs per size of the per-repetition profile (default "
                         f"{DEFAULT_ITERS}, as profile-comm; 15 before 2026-11-27)")
-    p.add_argument("--profile-host-rounds", type=int, default=DEFAULT_ROUNDS, metavar="N",
+    p.add_argument("--profile-host-rounds", type=int_in(*HOST_ROUNDS_RANGE),
+                   default=DEFAULT_ROUNDS, metavar="N",
                    help=f"samples of each host microbenchmark in the per-repetition profile "
                         f"(default {DEFAULT_ROUNDS}, as profile-comm --host-rounds; "
                         f"{HOST_ROUNDS_RANGE[0]}..{HOST_ROUNDS_RANGE[1]})")
@@ -1142,9 +1144,6 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("reps", "steps", "nproc", "profile_iters", "traces"):
         if getattr(a, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be >= 1")
-    if not HOST_ROUNDS_RANGE[0] <= a.profile_host_rounds <= HOST_ROUNDS_RANGE[1]:
-        p.error(f"--profile-host-rounds {a.profile_host_rounds} must be in "
-                f"{HOST_ROUNDS_RANGE[0]}..{HOST_ROUNDS_RANGE[1]}")
     if not 0 <= a.warmup < a.steps:
         p.error(f"--warmup {a.warmup} must be in 0..--steps - 1")
     if a.second_profile_replay and a.second_profile_busy_us is not None:

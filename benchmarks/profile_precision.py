@@ -54,6 +54,7 @@ from benchmarks.accuracy import (  # noqa: E402  (after the path: run as a scrip
     _predict,
     _train_flags,
 )
+from echo_sim.commands.checks import int_in  # noqa: E402
 from echo_sim.measure.host_overheads import DEFAULT_ROUNDS  # noqa: E402
 from echo_sim.measure.profile_comm import HOST_ROUNDS_RANGE  # noqa: E402
 
@@ -201,9 +202,10 @@ def _parser() -> argparse.ArgumentParser:
                         "the default before 2026-11-27 and now)")
     p.add_argument("--profile-sizes", default="1KB..16MB",
                    help="message sizes of every profile (default 1KB..16MB, as accuracy.py)")
-    p.add_argument("--host-rounds", type=int, default=DEFAULT_ROUNDS, metavar="N",
-                   help=f"samples of each host microbenchmark in every profile (default "
-                        f"{DEFAULT_ROUNDS}, as profile-comm)")
+    p.add_argument("--host-rounds", type=int_in(*HOST_ROUNDS_RANGE), default=DEFAULT_ROUNDS,
+                   metavar="N", help=f"samples of each host microbenchmark in every profile "
+                                     f"(default {DEFAULT_ROUNDS}, as profile-comm; "
+                                     f"{HOST_ROUNDS_RANGE[0]}..{HOST_ROUNDS_RANGE[1]})")
     p.add_argument("--steps", type=int, default=12, help="steps of each traced run (default 12)")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per job (default 300)")
     p.add_argument("--keep", default="", metavar="DIR", help="keep traces and profiles under DIR")
@@ -229,9 +231,6 @@ def main(argv: list[str] | None = None) -> int:
         iters = []
     if not iters or min(iters) < 1 or len(set(iters)) != len(iters):
         p.error(f"--iters {a.iters!r}: a comma list of different counts >= 1, e.g. 15,60")
-    if not HOST_ROUNDS_RANGE[0] <= a.host_rounds <= HOST_ROUNDS_RANGE[1]:
-        p.error(f"--host-rounds {a.host_rounds} must be in "
-                f"{HOST_ROUNDS_RANGE[0]}..{HOST_ROUNDS_RANGE[1]}")
     if a.steps < 4:
         p.error("--steps must be >= 4: the trace window is steps 2..steps-1")
     cases = tuple(c for c in CASES if c.size in sizes and c.layout in layouts)
