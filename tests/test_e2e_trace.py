@@ -457,6 +457,7 @@ def test_pp_send_recv(tmp_path_factory: pytest.TempPathFactory) -> None:
 
 
 # ============================================================================ clocks
+@pytest.mark.serial
 def test_rank_clocks_aligned(tmp_path: Path) -> None:
     """Synchronous data parallel: both ranks wait for the same gradient all-reduce before
     ``optimizer.step()``, so on the aligned clock their UPDATE slices start together,

@@ -177,6 +177,7 @@ def traced_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 @pytest.mark.parametrize("layout", list(LAYOUTS))
 def test_a_2_process_trace_reproduces_itself(layout: str, traced_runs: dict[str, Path]) -> None:
     trace = traced_runs[layout]
@@ -207,6 +208,7 @@ def test_a_2_process_trace_reproduces_itself(layout: str, traced_runs: dict[str,
 
 
 @pytest.mark.slow
+@pytest.mark.serial  # shares traced_runs with the test above: one pass makes it once
 def test_pipeline_trace_is_joined_and_cut_where_the_job_cut(
         traced_runs: dict[str, Path]) -> None:
     trace = load_trace(traced_runs["pp"])
@@ -247,6 +249,7 @@ def test_search_prices_the_traced_layout_as_simulate_does() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.serial  # shares traced_runs with the test above
 def test_the_tensor_parallel_runs_collectives_add_up_to_collects_communication(
         traced_runs: dict[str, Path]) -> None:
     """``collectives`` on the real 2-process TP trace: its blocking all-reduces never overlap

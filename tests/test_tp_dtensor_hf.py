@@ -140,6 +140,7 @@ def _cli_json(*args: str) -> dict:
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_a_2_process_dtensor_run_is_predicted_from_a_1_process_trace(
         tmp_path: Path) -> None:
     """The user's path: trace the model in one process, measure this host's collectives
