@@ -10,6 +10,7 @@ from echo_sim.commands.outputs import check_output, check_output_dir, flag_error
 from echo_sim.commands.simulate import PATHS_HELP
 from echo_sim.commands.spec import Command, Result, arg
 from echo_sim.errors import ConfigError
+from echo_sim.units import fmt_bytes
 
 __all__ = ["COMMAND", "render"]
 
@@ -42,10 +43,6 @@ communication, pipeline bubble). --output writes the best layout as a config tha
 """
 
 
-def _fmt_gib(n: float) -> str:
-    return f"{n / 2**30:.1f} GiB"
-
-
 def render(res: Any, top: int) -> str:
     """The ranked table of a :class:`~echo_sim.search.result.SearchResult`."""
     s = res.space
@@ -59,7 +56,7 @@ def render(res: Any, top: int) -> str:
     lines += [head, "-" * len(head)]
     for i, c in enumerate(res.candidates[:top], 1):
         lines.append(f"{i:>3} {c.layout.label:<44} {c.iteration_time_us / 1e3:>10.2f} "
-                     f"{c.samples_per_s:>10.2f} {_fmt_gib(c.peak_memory_bytes):>10} "
+                     f"{c.samples_per_s:>10.2f} {fmt_bytes(c.peak_memory_bytes, 1):>10} "
                      f"{'yes' if c.fits else 'OOM':>4} {c.compute_us / 1e3:>11.2f} "
                      f"{c.exposed_comm_us / 1e3:>11.2f} {c.bubble_us / 1e3:>10.2f}")
     if res.invalid:

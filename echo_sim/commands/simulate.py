@@ -9,6 +9,7 @@ from echo_sim.commands.checks import float_in, int_in, parse_bytes_flag
 from echo_sim.commands.outputs import check_output_dir, flag_errors
 from echo_sim.commands.spec import Command, Result, arg
 from echo_sim.errors import ConfigError
+from echo_sim.units import fmt_bytes
 
 __all__ = ["COMMAND", "PATHS_HELP", "job_workload", "render", "sim_config", "simulate_argv",
            "tp_plan_flag"]
@@ -68,13 +69,6 @@ simulated rank, at most 64) that statistic / critical / combine read.
 """
 
 
-def _fmt_bytes(n: float) -> str:
-    for unit, div in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if abs(n) >= div:
-            return f"{n / div:.2f} {unit}"
-    return f"{int(n)} B"
-
-
 def render(res: Any) -> str:
     """The text report of a :class:`~echo_sim.sim.simulate.SimResult`."""
     c = res.config
@@ -97,13 +91,13 @@ def render(res: Any) -> str:
     for r in res.ranks:
         lines.append(f"{r.rank:>6} {r.stage:>5} {r.compute_us / 1e3:>11.3f} "
                      f"{r.exposed_comm_us / 1e3:>13.3f} {r.bubble_us / 1e3:>10.3f} "
-                     f"{r.idle_us / 1e3:>8.3f} {_fmt_bytes(r.peak_memory_bytes):>12}")
+                     f"{r.idle_us / 1e3:>8.3f} {fmt_bytes(r.peak_memory_bytes):>12}")
     if c.mode == "symmetric" and res.world_size > len(res.ranks):
         lines.append(f"(one representative rank per pipeline stage; the other "
                      f"{res.world_size - len(res.ranks)} ranks are data/tensor-parallel peers)")
     verdict = "OUT OF MEMORY" if res.oom else "fits"
-    lines += ["", f"peak memory      {_fmt_bytes(res.max_peak_memory_bytes)} of "
-                  f"{_fmt_bytes(res.memory_limit_bytes)} limit: {verdict}", "", "models:"]
+    lines += ["", f"peak memory      {fmt_bytes(res.max_peak_memory_bytes)} of "
+                  f"{fmt_bytes(res.memory_limit_bytes)} limit: {verdict}", "", "models:"]
     lines += [f"  {m}" for m in res.models]
     lines += [f"warning: {w}" for w in res.warnings]
     return "\n".join(lines)

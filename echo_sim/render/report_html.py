@@ -27,6 +27,7 @@ from echo_sim.analysis.statistic import PARTS
 from echo_sim.analysis.tables import shorten
 from echo_sim.errors import ConfigError
 from echo_sim.trace.model import STEP_COUNT_SERIES
+from echo_sim.units import fmt_bytes
 
 __all__ = ["PART_COLORS", "render_report", "write_report"]
 
@@ -62,10 +63,7 @@ def _pct(x: float | None) -> str:
 def _bytes(b: float | None) -> str:
     if b is None or (isinstance(b, float) and math.isnan(b)):
         return "-"
-    for unit, div in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if abs(b) >= div:
-            return f"{b / div:,.2f} {unit}"
-    return f"{b:,.0f} B"
+    return fmt_bytes(b)
 
 
 def _num(x: float | None, fmt: str = "{:,.2f}") -> str:

@@ -34,6 +34,7 @@ from echo_sim.errors import ConfigError
 from echo_sim.search.bounds import MemoryFloor, OpProbe, host_costs, probe_ops
 from echo_sim.search.result import Candidate, SearchResult, candidate_from_sim, score
 from echo_sim.search.space import OBJECTIVES, ParallelLayout, SearchSpace, enumerate_layouts
+from echo_sim.units import fmt_bytes
 
 __all__ = ["default_workers", "search"]
 
@@ -186,10 +187,6 @@ def _executor(workload: Any, workers: int | str | None, jobs: int) -> _Executor:
 
 
 # ----------------------------------------------------------------------------- search
-def _size(nbytes: float) -> str:
-    return f"{nbytes / 2**30:.2f} GiB" if nbytes >= 2**30 else f"{nbytes / 2**20:.1f} MiB"
-
-
 def _memory_limit(space: SearchSpace) -> int:
     if space.memory_limit_bytes is not None:
         return space.memory_limit_bytes
@@ -238,8 +235,8 @@ def search(trace: Any, space: SearchSpace, *, objective: str = "time", top: int 
         keep = [lay for lay in layouts if floors[lay] <= limit]
         if not keep:
             low = min(layouts, key=lambda x: floors[x])
-            raise ConfigError(f"no layout fits the memory limit {_size(limit)}: the "
-                              f"smallest lower bound is {_size(floors[low])} "
+            raise ConfigError(f"no layout fits the memory limit {fmt_bytes(limit)}: the "
+                              f"smallest lower bound is {fmt_bytes(floors[low])} "
                               f"({low.label}); add GPUs, lower the global batch or raise "
                               "the memory limit")
     else:
@@ -259,14 +256,14 @@ def search(trace: Any, space: SearchSpace, *, objective: str = "time", top: int 
         mems = [(float(o[2]), o[1]) for o in outcomes if o[0] == "memory"]
         if mems:
             peak, lay = min(mems, key=lambda x: x[0])
-            raise ConfigError(f"no layout fits the memory limit {_size(limit)}: the smallest "
-                              f"predicted peak is {_size(peak)} ({lay.label})")
+            raise ConfigError(f"no layout fits the memory limit {fmt_bytes(limit)}: the smallest "
+                              f"predicted peak is {fmt_bytes(peak)} ({lay.label})")
         reason = invalid[0][1] if invalid else "every layout was pruned"
         raise ConfigError(f"no layout could be simulated: {reason}")
     ranked = _rank(timed)
     if not ranked[0].fits:
-        raise ConfigError(f"no layout fits the memory limit {_size(limit)}: the "
-                          f"smallest predicted peak is {_size(ranked[0].peak_memory_bytes)} "
+        raise ConfigError(f"no layout fits the memory limit {fmt_bytes(limit)}: the "
+                          f"smallest predicted peak is {fmt_bytes(ranked[0].peak_memory_bytes)} "
                           f"({ranked[0].layout.label})")
     return SearchResult(
         space=space, objective=objective, candidates=ranked, enumerated=len(layouts),
