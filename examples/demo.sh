@@ -1,10 +1,18 @@
 #!/usr/bin/env bash
 # The README demo: trace a real 2-rank DDP GPT job with no code change, then analyse,
-# replay and simulate it with echo_sim.  Run from anywhere: bash examples/demo.sh
+# replay and simulate it with echo_sim.  Run from anywhere: bash examples/demo.sh [OUT]
+# (OUT: where its outputs go, ./demo_out in the repository by default).
 set -euo pipefail
+case "${1:-}" in "") OUT=demo_out ;; /*) OUT="$1" ;; *) OUT="$PWD/$1" ;; esac
 cd "$(dirname "$0")/.."
-OUT=demo_out
-rm -rf "$OUT" && mkdir -p "$OUT"
+# It replaces only its own earlier output (a directory holding the .echo-demo it leaves, or
+# the default demo_out) or an empty directory: anything else there is the user's.
+if [ -e "$OUT" ] && [ ! -e "$OUT/.echo-demo" ] && [ "$OUT" != demo_out ] \
+    && [ -n "$(ls -A "$OUT" 2>/dev/null || echo x)" ]; then
+  echo "demo.sh: $OUT exists and is not an earlier demo's output: name another directory" >&2
+  exit 2
+fi
+rm -rf "$OUT" && mkdir -p "$OUT" && touch "$OUT/.echo-demo"
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 
 # TRACE_ON=1 works through echo_trace.pth (shipped by `pip install .`); without it,

@@ -22,7 +22,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 
-__all__ = ["REPO", "base_env", "free_port", "run_python", "run_torchrun", "spawn"]
+__all__ = ["REPO", "base_env", "free_port", "run_command", "run_python", "run_torchrun", "spawn"]
 
 
 def free_port() -> int:
@@ -63,6 +63,14 @@ def _run(cmd: Sequence[str], env: Mapping[str, str], timeout: float, cwd: str | 
             f"stderr:\n{err[-3000:]}"
         ) from None
     return subprocess.CompletedProcess(list(cmd), proc.returncode, out, err)
+
+
+def run_command(cmd: Sequence[str], *, env: Mapping[str, str] | None = None,
+                timeout: float = 120, cwd: str | Path | None = None,
+                ) -> subprocess.CompletedProcess[str]:
+    """``CMD...`` (a script, ``bash FILE``) with :func:`base_env` plus ``env``; killed whole
+    on timeout."""
+    return _run(cmd, base_env(env), timeout, cwd)
 
 
 def run_python(args: Sequence[str], *, env: Mapping[str, str] | None = None,
