@@ -9,11 +9,16 @@ from typing import Any
 import numpy as np
 import pytest
 
-pl = pytest.importorskip("pytorch_lightning", reason="lightning is not installed "
-                         "(pip install 'echo-sim[lightning]')")
+
+@pytest.fixture(scope="module")
+def pl() -> Any:
+    """Lightning, imported when a test of this module runs, not at collection: its import
+    costs about 10 s of CPU, which every pytest worker would pay."""
+    return pytest.importorskip("pytorch_lightning", reason="lightning is not installed "
+                               "(pip install 'echo-sim[lightning]')")
 
 
-def test_lightning_callback_records_steps_and_batches(tmp_path: Path) -> None:
+def test_lightning_callback_records_steps_and_batches(tmp_path: Path, pl: Any) -> None:
     import torch
     from torch.utils.data import DataLoader, TensorDataset
 
