@@ -21,7 +21,7 @@ LAYERS: dict[str, list[tuple[str, set[str]]]] = {
         ("simulation", {"sim", "workload", "cost", "measure"}),
         ("loading", {"load", "store"}),
         ("trace model", {"trace"}),
-        ("base", {"__init__", "errors", "textsafe", "progress"}),
+        ("base", {"__init__", "errors", "textsafe", "progress", "units"}),
     ],
     "echo_trace": [
         ("commands", {"run", "profile", "graph_mode", "_autostart", "__init__"}),
