@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import time
 
+import numpy as np
 import psutil
 import pytest
 
@@ -74,17 +75,24 @@ def test_zero_interval_means_boundary_samples_only() -> None:
 
 def test_step_page_faults_count_the_fresh_pages_a_step_touches() -> None:
     """Between two step boundaries the sampler reports the process's page faults: a step that
-    fills 64 MiB of new memory (above glibc's largest mmap threshold: fresh pages whatever
-    the process did before) takes at least one fault per page it maps in (per 2 MiB where
-    transparent huge pages back it), a step that allocates nothing next to none."""
-    import torch
+    writes every page of 64 MiB of fresh anonymous memory takes at least one fault per page
+    it maps in (per 2 MiB where transparent huge pages back it), a step that allocates
+    nothing next to none. The memory is mapped directly: a tensor from malloc can land in
+    heap pages an earlier test in this worker touched and freed (once a freed 30 MiB block
+    has raised glibc's mmap threshold, its heap grows and is kept: after three rounds of
+    twelve 30 MiB tensors, a 64 MiB tensor took no fault at all, as it did in CI)."""
+    import mmap
 
     s = MemorySampler(_rec(), interval_ms=0)
     s.take_peaks()
     idle = s.take_peaks()
-    x = torch.ones(16 << 20)  # 64 MiB of float32, every page written
+    fresh = mmap.mmap(-1, 64 << 20)
+    x = np.frombuffer(fresh, dtype=np.uint8)
+    x[::mmap.PAGESIZE] = 1  # one byte written in every page
     touched = s.take_peaks()
-    assert float(x[-1]) == 1.0
+    assert int(x[-mmap.PAGESIZE]) == 1
+    del x
+    fresh.close()
     assert touched["minor_faults"] >= (64 << 20) // (2 << 20)
     assert touched["minor_faults"] > 8 * max(idle["minor_faults"], 1)
     assert idle["major_faults"] >= 0 and touched["major_faults"] >= 0
