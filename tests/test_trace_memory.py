@@ -80,7 +80,7 @@ def test_step_page_faults_count_the_fresh_pages_a_step_touches() -> None:
     nothing next to none. The memory is mapped directly: a tensor from malloc can land in
     heap pages an earlier test in this worker touched and freed (once a freed 30 MiB block
     has raised glibc's mmap threshold, its heap grows and is kept: after three rounds of
-    twelve 30 MiB tensors, a 64 MiB tensor took no fault at all, as it did in CI)."""
+    twelve 30 MiB tensors, a 64 MiB tensor took no fault at all; in CI it once took none)."""
     import mmap
 
     s = MemorySampler(_rec(), interval_ms=0)
