@@ -32,6 +32,7 @@ def test_table_reads_each_microbenchmark_at_the_models_parameters_and_bytes() ->
 
 
 @pytest.mark.slow
+@pytest.mark.serial  # a DDP/FSDP/TP step's host time less a plain one's: must be > 0
 @pytest.mark.timeout(300)
 def test_real_two_process_run_on_the_gpt(tmp_path: Path) -> None:
     """Two gloo processes: the GPT's DDP cost inside its steps, and both microbenchmarks'

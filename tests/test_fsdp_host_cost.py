@@ -35,6 +35,7 @@ def test_table_sums_each_microbenchmark_over_the_models_units() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.serial  # a DDP/FSDP/TP step's host time less a plain one's: must be > 0
 @pytest.mark.timeout(300)
 def test_real_two_process_run_on_the_gpt(tmp_path: Path) -> None:
     """Two gloo processes: the GPT's FSDP2 cost inside its steps (two block units and the
