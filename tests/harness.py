@@ -77,7 +77,7 @@ def run_python(args: Sequence[str], *, env: Mapping[str, str] | None = None,
                timeout: float = 120, cwd: str | Path | None = None,
                ) -> subprocess.CompletedProcess[str]:
     """``python ARGS...`` with :func:`base_env` plus ``env``."""
-    return _run([sys.executable, *args], base_env(env), timeout, cwd)
+    return run_command([sys.executable, *args], env=env, timeout=timeout, cwd=cwd)
 
 
 def run_torchrun(args: Sequence[str], *, nproc: int = 2, env: Mapping[str, str] | None = None,
