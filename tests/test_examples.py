@@ -1,8 +1,10 @@
 """The shipped examples: models, synthetic data, flags and every training layout.
 
-Multi-process layouts run for real under torchrun (gloo, 2 processes) and must train on
-exactly the data a single process sees with gradient accumulation, so their losses are
-held to the single-process losses (float reordering only); capture must not change them.
+Multi-process layouts run for real as 2 gloo processes with torchrun's environment, forked
+with torch imported (:func:`tests.harness.run_ranks`; the demo and the end-to-end trace
+tests launch the same script with torchrun itself), and must train on exactly the data a
+single process sees with gradient accumulation, so their losses are held to the
+single-process losses (float reordering only); capture must not change them.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from examples.models import (
     token_batch,
 )
 from examples.train import TrainConfig, parse_flags
-from tests.harness import REPO, run_python, run_torchrun
+from tests.harness import REPO, run_forked, run_python, run_ranks
 
 TRAIN = str(REPO / "examples" / "train.py")
 TINY = ["--steps", "3", "--print-losses", "--layers", "2", "--hidden", "64", "--seq", "32",
@@ -216,7 +218,7 @@ def test_distributed_layout_without_launcher_exits_2() -> None:
 @pytest.fixture(scope="module")
 def single_losses() -> list[float]:
     """Reference: one process, 2 micro-batches of 4 accumulated per step."""
-    proc = run_python([TRAIN, "--layout", "single", *TINY], timeout=120)
+    proc = run_forked([TRAIN, "--layout", "single", *TINY], timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
     losses = mean_losses(proc.stdout)
     assert len(losses) == 3
@@ -230,7 +232,7 @@ def test_single_loss_falls(single_losses: list[float]) -> None:
 
 
 def test_single_cnn_loss_falls() -> None:
-    proc = run_python([TRAIN, "--model", "cnn", "--steps", "5", "--print-losses",
+    proc = run_forked([TRAIN, "--model", "cnn", "--steps", "5", "--print-losses",
                        "--micro-batch", "16", "--width", "16"], timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
     losses = mean_losses(proc.stdout)
@@ -240,7 +242,7 @@ def test_single_cnn_loss_falls() -> None:
 
 def test_time_steps_file(tmp_path: Path) -> None:
     out = tmp_path / "steps.json"
-    proc = run_python([TRAIN, "--steps", "2", "--layers", "1", "--hidden", "32", "--seq", "16",
+    proc = run_forked([TRAIN, "--steps", "2", "--layers", "1", "--hidden", "32", "--seq", "16",
                        "--time-steps", str(out)], timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
     import json
@@ -253,7 +255,7 @@ def test_time_steps_file(tmp_path: Path) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("layout", ["ddp", "fsdp", "tp", "pp"])
 def test_layout_trains_like_single_process(layout: str, single_losses: list[float]) -> None:
-    proc = run_torchrun([TRAIN, "--layout", layout, *TINY], nproc=2, timeout=120)
+    proc = run_ranks([TRAIN, "--layout", layout, *TINY], nproc=2, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
     per = losses_by_step(proc.stdout)
     reporters = {"ddp": 2, "fsdp": 2, "tp": 1, "pp": 1}[layout]
@@ -268,10 +270,10 @@ def test_layout_trains_like_single_process(layout: str, single_losses: list[floa
 @pytest.mark.slow
 @pytest.mark.parametrize("layout", ["ddp", "fsdp"])
 def test_cnn_data_parallel_trains(layout: str) -> None:
-    proc = run_torchrun([TRAIN, "--layout", layout, "--model", "cnn", "--steps", "3",
-                         "--print-losses", "--micro-batch", "8", "--global-batch", "32",
-                         "--width", "16"],
-                        nproc=2, timeout=120)
+    proc = run_ranks([TRAIN, "--layout", layout, "--model", "cnn", "--steps", "3",
+                      "--print-losses", "--micro-batch", "8", "--global-batch", "32",
+                      "--width", "16"],
+                     nproc=2, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
     losses = mean_losses(proc.stdout)
     assert len(losses) == 3 and all(math.isfinite(x) for x in losses)
@@ -292,8 +294,8 @@ def test_capture_does_not_change_losses(model: str, tmp_path: Path) -> None:
     flags = [TRAIN, "--model", model, "--steps", "5", "--print-losses",
              "--micro-batch", "4" if model == "gpt" else "8", "--layers", "2", "--hidden", "64",
              "--seq", "32", "--width", "8"]
-    plain = run_python(flags, timeout=120)
-    traced = run_python([*flags, "--capture", "--trace-dir", str(tmp_path / "traces"),
+    plain = run_forked(flags, timeout=120)
+    traced = run_forked([*flags, "--capture", "--trace-dir", str(tmp_path / "traces"),
                          "--trace-start", "1", "--trace-end", "4"], timeout=120)
     assert plain.returncode == 0, plain.stderr[-3000:]
     assert traced.returncode == 0, traced.stderr[-3000:]

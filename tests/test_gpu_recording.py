@@ -30,6 +30,7 @@ import torch
 
 from echo_trace.gpu.adapter import RecordedEvent, event_row, missing_accessors, read_events
 from echo_trace.gpu.recording import RAW_FILE, RecordingError, main, replay, write_replay
+from tests.harness import run_echo_sim
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared" / "reference" / "gpu-h200"
@@ -47,6 +48,8 @@ RUNS = _recordings()
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    if args[0] == "echo_sim":
+        return run_echo_sim(args[1:], timeout=300, cwd=REPO)
     return subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True,
                           timeout=300, cwd=REPO)
 

@@ -6,8 +6,9 @@ level the command makes (``out/0_0 -> ../victim``), a FIFO, a missing parent dir
 full file system (a 64 KiB tmpfs, when this process may mount one). Every refusal must be
 exit status 2 with one line on stderr and no traceback, and leave the tree exactly as it was
 (names, types, sizes, mtimes, link targets). The commands run as subprocesses with a
-timeout (a writer that opened a FIFO would block forever), several at once to keep the
-sweep short; one module fixture runs them all and each test checks one outcome.
+timeout (a writer that opened a FIFO would block forever), forked from servers that
+imported the CLI once (:class:`tests.forker.Forker`), several at once to keep the sweep
+short; one module fixture runs them all and each test checks one outcome.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -28,6 +30,7 @@ from pathlib import Path
 import pytest
 
 from echo_sim.trace.outfiles import OutputError, atomic_output, atomic_write, output_tree
+from tests.forker import Forker
 
 DATA = Path(__file__).parent / "data" / "load" / "echo_2rank"
 TRACE = "{trace}"  # in an Output's argv: the copy of DATA in the case's directory
@@ -174,9 +177,23 @@ class Outcome:
     after_forced: Snapshot | None = None
 
 
+class Forkers(threading.local):
+    """One :class:`Forker` per thread of the sweep; all closed at the end."""
+
+    made: list[Forker] = []
+
+    def get(self) -> Forker:
+        if not hasattr(self, "forker"):
+            self.forker = Forker()
+            self.made.append(self.forker)
+        return self.forker
+
+
+FORKERS = Forkers()
+
+
 def echo_sim(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "echo_sim", *argv], cwd=cwd,
-                          capture_output=True, text=True, timeout=TIMEOUT_S)
+    return FORKERS.get().run(["-m", "echo_sim", *argv], cwd=cwd, timeout=TIMEOUT_S)
 
 
 def fill(mount: Path) -> None:
@@ -259,6 +276,8 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Out
     finally:
         for m in mounts:
             subprocess.run(["umount", str(m)], capture_output=True, timeout=10)
+        while FORKERS.made:
+            FORKERS.made.pop().close()
 
 
 def one_line_error(proc: subprocess.CompletedProcess[str], *words: str) -> None:

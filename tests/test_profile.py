@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from tests.harness import run_python
+from tests.forker import HF_PRELOAD
+from tests.harness import run_forked, run_python
 
 transformers = pytest.importorskip("transformers", reason="transformers is not installed "
                                    "(pip install 'echo-sim[huggingface]')")
@@ -40,7 +41,8 @@ def make_gpt(batch_size: int, seq_len: int) -> tuple[Any, Any, Any]:
 
 
 def _profile(*args: str, timeout: float = 240) -> Any:
-    return run_python(["-m", "echo_trace.profile", *args], timeout=timeout)
+    """``python -m echo_trace.profile ARGS``, forked with torch and transformers imported."""
+    return run_forked(["-m", "echo_trace.profile", *args], timeout=timeout, preload=HF_PRELOAD)
 
 
 def _load_valid(path: Path) -> Any:

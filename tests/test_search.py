@@ -28,7 +28,7 @@ from echo_sim.search.space import divisors
 from echo_sim.sim.simulate import simulate
 from echo_sim.sim.synth import GPTShape, SynthConfig, synth_trace
 from echo_sim.workload.ops import Workload, extract_workload
-from tests.harness import run_python
+from tests.harness import run_echo_sim
 
 
 @pytest.fixture(scope="module")
@@ -249,18 +249,18 @@ def test_a_zero_row_writes_its_deepspeed_config(gpt: Workload) -> None:
 @pytest.fixture(scope="module")
 def synth_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("synth") / "gpt"
-    proc = run_python(["-m", "echo_sim", "synth", "--layers", "4", "--hidden", "512",
-                       "--heads", "8", "--seq", "256", "--vocab", "4000", "--gpu", "h100",
-                       "-o", str(out)], timeout=120)
+    proc = run_echo_sim(["synth", "--layers", "4", "--hidden", "512",
+                         "--heads", "8", "--seq", "256", "--vocab", "4000", "--gpu", "h100",
+                         "-o", str(out)], timeout=120)
     assert proc.returncode == 0, proc.stderr
     return out
 
 
 def test_cli_json_ranked_and_output(synth_dir: Path, tmp_path: Path) -> None:
     best = tmp_path / "best.json"
-    proc = run_python(["-m", "echo_sim", "search", str(synth_dir), "--gpus", "8",
-                       "--global-batch", "16", "--memory-limit", "80GB", "--top", "3",
-                       "--workers", "1", "--json", "--output", str(best)], timeout=300)
+    proc = run_echo_sim(["search", str(synth_dir), "--gpus", "8",
+                         "--global-batch", "16", "--memory-limit", "80GB", "--top", "3",
+                         "--workers", "1", "--json", "--output", str(best)], timeout=300)
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     ranked = data["ranked"]
@@ -274,9 +274,9 @@ def test_cli_json_ranked_and_output(synth_dir: Path, tmp_path: Path) -> None:
 
 
 def test_cli_table(synth_dir: Path) -> None:
-    proc = run_python(["-m", "echo_sim", "search", str(synth_dir), "--gpus", "4",
-                       "--global-batch", "8", "--space", "tp,pp", "--workers", "2"],
-                      timeout=300)
+    proc = run_echo_sim(["search", str(synth_dir), "--gpus", "4",
+                         "--global-batch", "8", "--space", "tp,pp", "--workers", "2"],
+                        timeout=300)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0].startswith("hardware: dgx-h100, 8 per node (the traced hardware")
@@ -294,7 +294,7 @@ def test_cli_table(synth_dir: Path) -> None:
     (["--global-batch", "16"], "needs --gpus"),
 ])
 def test_cli_bad_input_exits_2(synth_dir: Path, flags: list[str], msg: str) -> None:
-    proc = run_python(["-m", "echo_sim", "search", str(synth_dir), *flags], timeout=120)
+    proc = run_echo_sim(["search", str(synth_dir), *flags], timeout=120)
     assert proc.returncode == 2
     err = proc.stderr.strip().splitlines()
     assert len(err) == 1 and msg in err[0], proc.stderr

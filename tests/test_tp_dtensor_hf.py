@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness import run_python, run_torchrun
+from tests.forker import HF_PRELOAD
+from tests.harness import run_forked, run_python, run_ranks, run_torchrun
 
 pytest.importorskip("transformers", reason="transformers is not installed "
                     "(pip install 'echo-sim[huggingface]')")
@@ -29,11 +30,11 @@ MODEL = ("--layers", "2", "--hidden", "64", "--heads", "4", "--kv-heads", "2", "
 def _trace_single_and_tp(script: str, model: tuple[str, ...], root: Path) -> str:
     """Trace ``script``'s model in one process (``root/single``) and as a 2-process
     tensor-parallel job (``root/tp``); the job's stderr."""
-    one = run_python([script, "--layout", "single", "--trace-dir", str(root / "single"),
-                      *model], env={"OMP_NUM_THREADS": "1"}, timeout=240, cwd=REPO)
+    one = run_forked([script, "--layout", "single", "--trace-dir", str(root / "single"),
+                      *model], timeout=240, cwd=REPO, preload=HF_PRELOAD)
     assert one.returncode == 0, one.stderr[-2000:]
-    two = run_torchrun([script, "--layout", "tp", "--trace-dir", str(root / "tp"), *model],
-                       env={"OMP_NUM_THREADS": "1"}, timeout=300, cwd=REPO)
+    two = run_ranks([script, "--layout", "tp", "--trace-dir", str(root / "tp"), *model],
+                    timeout=300, cwd=REPO, preload=HF_PRELOAD)
     assert two.returncode == 0, two.stderr[-2000:]
     return two.stderr
 

@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from tests.harness import run_python
+from tests.forker import HF_PRELOAD
+from tests.harness import run_forked, run_python
 
 pytest.importorskip("transformers", reason="transformers is not installed "
                     "(pip install 'echo-sim[huggingface]')")
@@ -27,10 +28,10 @@ def traced(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     out: dict[str, Path] = {}
     for name in FAMILIES:
         path = tmp_path_factory.mktemp(name) / "trace"
-        proc = run_python(["-m", "echo_trace.profile", "--framework", "huggingface",
+        proc = run_forked(["-m", "echo_trace.profile", "--framework", "huggingface",
                            "--model", name, "--tiny", "--batch-size", "2", "--seq-len", "32",
                            "--warmup", "1", "--num-repeats", "2", "--path", str(path)],
-                          timeout=300)
+                          timeout=300, preload=HF_PRELOAD)
         assert proc.returncode == 0, proc.stderr[-2000:]
         out[name] = path
     return out
