@@ -14,7 +14,7 @@ from echo_sim.search import SearchSpace, search
 from echo_sim.sim.synth import GPTShape, SynthConfig, synth_trace
 from echo_sim.workload.ops import extract_workload
 from examples.train import parse_flags
-from tests.harness import REPO, run_python, run_torchrun
+from tests.harness import REPO, run_echo_sim, run_forked, run_torchrun
 
 TRAIN = str(REPO / "examples" / "train.py")
 MODEL = ["--layers", "2", "--hidden", "64", "--heads", "4", "--seq", "32", "--vocab", "256"]
@@ -75,14 +75,14 @@ def test_train_reads_config_under_flags(tmp_path: Path, monkeypatch: pytest.Monk
 @pytest.mark.slow
 def test_search_output_runs_with_torchrun(tmp_path: Path) -> None:
     traces = tmp_path / "traces"
-    proc = run_python([TRAIN, *MODEL, "--steps", "4", "--micro-batch", "4", "--capture",
+    proc = run_forked([TRAIN, *MODEL, "--steps", "4", "--micro-batch", "4", "--capture",
                        "--trace-dir", str(traces), "--trace-start", "1", "--trace-end", "3"],
                       timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
     best = tmp_path / "best.json"
-    proc = run_python(["-m", "echo_sim", "search", str(traces), "--gpus", "2",
-                       "--gpus-per-node", "2", "--cluster", "cpu-gloo", "--global-batch", "16",
-                       "--workers", "1", "--output", str(best), "--json"], timeout=300)
+    proc = run_echo_sim(["search", str(traces), "--gpus", "2", "--gpus-per-node", "2",
+                         "--cluster", "cpu-gloo", "--global-batch", "16", "--workers", "1",
+                         "--output", str(best), "--json"], timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     ranked = json.loads(proc.stdout)["ranked"]
     assert ranked and {r["world_size"] for r in ranked} == {2}
