@@ -118,7 +118,7 @@ class Forker:
 
         n = max(ranks, 1)
         full_env = base_env(env)
-        per_rank = [{} for _ in range(n)]
+        per_rank: list[dict[str, str]] = [{} for _ in range(n)]
         if ranks:
             shared = {"WORLD_SIZE": str(n), "LOCAL_WORLD_SIZE": str(n), "GROUP_RANK": "0",
                       "ROLE_WORLD_SIZE": str(n), "MASTER_ADDR": "127.0.0.1",
