@@ -7,11 +7,13 @@ child becomes the process ``python ARGV`` would have started: its own session, w
 directory, whole environment, ``sys.argv`` and ``sys.path[0]``, stdin from ``/dev/null``,
 stdout and stderr to files, then ``runpy`` runs the script or ``-m`` module as
 ``__main__`` and the interpreter exits as usual (``SystemExit``, atexit handlers, the flush
-of stdout). What the child costs is its own work. On the 2-vCPU VM:
+of stdout). A child costs its own work and the copy-on-write of the server's pages. On the
+2-vCPU VM (2026-11-28):
 
-* ``echo_sim statistic`` on a small trace: about 0.1 CPU-s against 0.8 for a fresh
-  interpreter, almost all of that imports;
-* a rank of a small training job: about 1 CPU-s against 4.5, ``import torch`` being 3.8.
+* ``echo_sim statistic`` on a small trace: 0.35 CPU-s against 0.71 for a fresh interpreter
+  (the server: 1.0 CPU-s, once);
+* a rank of the examples' tiny 3-step DDP job: 1.9 CPU-s against about 4.5, ``import
+  torch`` being 3.8 (the server: 6.1 CPU-s, once).
 
 ``ranks=N`` starts N children at once with torchrun's per-rank environment (``RANK``,
 ``LOCAL_RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``/``MASTER_PORT``...), and, as torchrun does,

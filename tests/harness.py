@@ -9,11 +9,12 @@
   a server that imported torch once, with a gloo process group built on a FileStore (no
   ports at all).
 
-Both hide GPUs from the processes they start, so these tests run alike on any machine.
+All of them hide GPUs from the processes they start, so these tests run alike on any machine.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import signal
 import socket
@@ -113,8 +114,6 @@ class _Forkers:
         with self._lock:
             if key not in self._forkers:
                 self._forkers[key] = Forker(key)
-                import atexit
-
                 atexit.register(self._forkers[key].close)
             result: subprocess.CompletedProcess[str] = self._forkers[key].run(args, **kw)
             return result
@@ -145,8 +144,8 @@ def run_echo_sim(args: Sequence[str], *, env: Mapping[str, str] | None = None,
                  timeout: float = 120, cwd: str | Path | None = None,
                  ) -> subprocess.CompletedProcess[str]:
     """``python -m echo_sim ARGS...`` forked from a server that imported the CLI and what
-    its commands load (:data:`tests.forker.CLI_PRELOAD`): about 0.1 CPU-s a small command
-    against 0.8 for a fresh interpreter. Tests of what a fresh interpreter imports use
+    its commands load (:data:`tests.forker.CLI_PRELOAD`): 0.35 CPU-s a small command
+    against 0.71 for a fresh interpreter. Tests of what a fresh interpreter imports use
     :func:`run_python`."""
     from tests.forker import CLI_PRELOAD
 
