@@ -108,9 +108,14 @@ def test_baseline_calibration_and_oom_verdict():
     assert wl.peak_memory_bytes == 0
     small = simulate(tr2, SimConfig(cluster="cpu-gloo", memory_limit_bytes=1000))
     assert small.oom and not res.oom
-    # a GPU target ignores a CPU process's RSS
+    assert not any("not carried" in m for m in res.models)
+    # a GPU target ignores a CPU process's RSS, and says so
     gpu = simulate(tr2, SimConfig(cluster="dgx-h100", gpus_per_node=1))
     assert gpu.max_peak_memory_bytes < 1_000_000
+    assert [m for m in gpu.models if "not carried" in m] == [
+        "memory: the traced CPU process's peak (286.10 MiB, rss_bytes) is not carried to "
+        "GPUs: a peak there is this model's states, activations and buffers, without the "
+        "traced run's baseline"]
 
 
 def test_parse_bytes():

@@ -355,3 +355,21 @@ def test_zero_pruned_search_finds_the_exhaustive_optimum(
 def test_zero_stages_are_checked() -> None:
     with pytest.raises(ConfigError, match="zero_stages"):
         SearchSpace(gpus=8, global_batch=8, zero_stages=(3,))
+
+
+def test_search_says_a_cpu_traces_memory_is_not_carried_to_gpus(capsys) -> None:  # type: ignore[no-untyped-def]
+    """A CPU trace searched on GPUs: "peak mem" is the model's, without the CPU process's
+    own memory, and the hardware line says so; on the traced CPU it is carried."""
+    from tests.cli_util import run
+
+    trace = Path(__file__).parent / "data" / "load" / "echo_2rank"
+    flags = ["search", trace, "--gpus", "2", "--global-batch", "16", "--workers", "1", "--json"]
+    code, out, err = run(capsys, *flags, "--cluster", "dgx-h100")
+    assert code == 0, err
+    note = json.loads(out)["hardware"].splitlines()[1]
+    assert note.startswith("memory: the traced CPU process's peak (95.37 MiB")
+    assert note.endswith("is not carried to GPUs: a peak there is this model's states, "
+                         "activations and buffers, without the traced run's baseline")
+    code, out, err = run(capsys, *flags, "--cluster", "cpu-gloo")
+    assert code == 0, err
+    assert "not carried" not in json.loads(out)["hardware"]

@@ -149,13 +149,18 @@ def _simulate_line(paths: list[str], cand: Any, space: Any, tp_plan: str | None 
 
 def run(opts: Any) -> Result:
     from echo_sim.commands.simulate import job_workload, tp_plan_flag
+    from echo_sim.cost.hardware import get_cluster
     from echo_sim.search import SearchSpace, search, write_train_config
+    from echo_sim.sim.simulate import baseline_note
     from echo_sim.workload.tensor_parallel import apply_tp_plan
 
     if opts.gpus is None or opts.global_batch is None:
         raise ConfigError("search needs --gpus N and --global-batch N")
     trace, workload = job_workload(opts.paths)  # the same start as simulate's
     cluster, gpus_per_node, hw_note = _hardware(trace, opts)
+    memory_note = baseline_note(workload, get_cluster(cluster).gpu.name == "cpu")
+    if memory_note:  # "peak mem" of a CPU trace on GPUs lacks the CPU process's own memory
+        hw_note += f"\n{memory_note}"
     space = SearchSpace(
         gpus=opts.gpus, global_batch=opts.global_batch, gpus_per_node=gpus_per_node,
         cluster=cluster,

@@ -55,6 +55,7 @@ from echo_sim.sim.target import (
 )
 from echo_sim.sim.zero_choice import ZeroChoice, choose_zero, memory_precision
 from echo_sim.trace.model import Trace
+from echo_sim.units import fmt_bytes
 from echo_sim.workload.build import Built, Layout, Plan, build_graph, make_plan
 from echo_sim.workload.channel_parallel import CHANNEL_SPLIT, channel_parallel, channel_summary
 from echo_sim.workload.ops import Workload, extract_workload
@@ -62,7 +63,7 @@ from echo_sim.workload.tensor_parallel import apply_tp_plan, check_tensor_parall
 from echo_sim.workload.traced import traced_workload
 from echo_sim.workload.traced_layout import TracedLayout
 
-__all__ = ["MODES", "RankBreakdown", "SimConfig", "SimResult", "simulate"]
+__all__ = ["MODES", "RankBreakdown", "SimConfig", "SimResult", "baseline_note", "simulate"]
 
 
 @dataclass(frozen=True)
@@ -679,7 +680,28 @@ def _memory(config: SimConfig, workload: Workload, plan: Plan, layout: Layout,
         models.append(f"memory: + {base / 2**20:.1f} MiB baseline = traced peak "
                       f"({workload.peak_memory_kind}) minus this model's estimate of the "
                       "traced run")
+    elif note := baseline_note(workload, is_cpu):
+        models.append(note)
     return out, models
+
+
+def baseline_note(workload: Workload, is_cpu: bool) -> str | None:
+    """One line when the traced peak's baseline (what the traced process held beyond this
+    model's states and activations: a CPU process's interpreter and libraries, a GPU's
+    allocator and workspaces) is not carried to a target of the other device kind
+    (``is_cpu``: the target is a CPU); None when it is carried or nothing was traced."""
+    if not workload.peak_memory_bytes or _traced_cpu(workload) == is_cpu:
+        return None
+    traced, target = ("CPU process", "GPUs") if not is_cpu else ("GPU", "CPUs")
+    return (f"memory: the traced {traced}'s peak ({fmt_bytes(workload.peak_memory_bytes)}, "
+            f"{workload.peak_memory_kind}) is not carried to {target}: a peak there is "
+            "this model's states, activations and buffers, without the traced run's "
+            "baseline")
+
+
+def _traced_cpu(workload: Workload) -> bool:
+    """Whether the trace ran on a CPU."""
+    return (resolve_device(workload.device, workload.device_name) or _gpu("cpu")).name == "cpu"
 
 
 def _fields(e: MemoryEstimate) -> dict[str, float]:
@@ -692,11 +714,7 @@ def _baseline(workload: Workload, is_cpu: bool, elem: int, states: int, mixed: b
               zero: ZeroChoice) -> float:
     """Traced peak minus the model's estimate of the traced run (same device kind only;
     a DeepSpeed run's states sharded as its ZeRO stage shards them over its dp ranks)."""
-    if not workload.peak_memory_bytes:
-        return 0.0
-    traced_cpu = (resolve_device(workload.device, workload.device_name) or _gpu("cpu")).name \
-        == "cpu"
-    if traced_cpu != is_cpu:
+    if not workload.peak_memory_bytes or _traced_cpu(workload) != is_cpu:
         return 0.0
     pbytes = float(workload.total_param_bytes)
     params, grads, opt = zero_state_bytes(pbytes, elem_bytes=elem, states=states, mixed=mixed,
