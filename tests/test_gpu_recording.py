@@ -47,9 +47,11 @@ def _recordings() -> list[Path]:
 RUNS = _recordings()
 
 
+def _sim(*args: str) -> subprocess.CompletedProcess[str]:
+    return run_echo_sim(args, timeout=300, cwd=REPO)
+
+
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    if args[0] == "echo_sim":
-        return run_echo_sim(args[1:], timeout=300, cwd=REPO)
     return subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True,
                           timeout=300, cwd=REPO)
 
@@ -82,7 +84,7 @@ def test_the_recordings_are_there() -> None:
 
 @pytest.mark.parametrize("run", RUNS, ids=lambda r: f"{r.parent.name}/{r.name}")
 def test_collect_gives_the_scripts_step_times(run: Path, replayed: dict[str, Path]) -> None:
-    got = json.loads(_cli("echo_sim", "collect", str(replayed[str(run)]), "--json").stdout)
+    got = json.loads(_sim("collect", str(replayed[str(run)]), "--json").stdout)
     per_step = {p["step"]: p["iteration_us"] / 1e3 for p in got["per_step"]}
     script = _script_ms(run)
     for step in (3, 4):
@@ -103,7 +105,7 @@ def test_statistic_counts_gpu_busy_time(run: Path, replayed: dict[str, Path]) ->
             assert t0 - 0.01 <= e["ts"] and e["ts"] + e["dur"] <= t1 + 0.01, e
             busy[e["cat"]] += e["args"]["busy_us"]
     assert busy["UPDATE"] > 0
-    got = json.loads(_cli("echo_sim", "statistic", str(trace), "--json").stdout)
+    got = json.loads(_sim("statistic", str(trace), "--json").stdout)
     cats = got["categories"]
     n = len(steps)
     # compute's kernels never overlap each other here: the parts are each kind's kernel time,
@@ -123,7 +125,7 @@ def test_statistic_counts_gpu_busy_time(run: Path, replayed: dict[str, Path]) ->
 @pytest.mark.parametrize("run", RUNS, ids=lambda r: f"{r.parent.name}/{r.name}")
 def test_simulate_reproduces_the_traced_job(run: Path, replayed: dict[str, Path]) -> None:
     trace = replayed[str(run)]
-    got = json.loads(_cli("echo_sim", "simulate", str(trace), "--json").stdout)
+    got = json.loads(_sim("simulate", str(trace), "--json").stdout)
     sim_ms = got["iteration_time_us"] / 1e3
     script = _script_ms(run)
     if abs(script[3] / script[4] - 1) <= 0.05:  # the script's own steps agree
@@ -144,7 +146,7 @@ def test_replay_cli_writes_a_valid_rank_dir_and_never_overwrites(tmp_path: Path)
     assert {p.name for p in out.iterdir()} == {"trace.json.gz", "meta.json", "dag.gml", RAW_FILE}
     meta = json.loads((out / "meta.json").read_text())
     assert meta["timer"] == "kineto" and meta["num_events"] > 0 and meta["dag_step"] == 5
-    ok = _cli("echo_sim", "validate", str(tmp_path / "t"))
+    ok = _sim("validate", str(tmp_path / "t"))
     assert ok.returncode == 0, ok.stdout + ok.stderr
     again = _cli("echo_trace.gpu.recording", str(run / "echo" / "0_0"), str(out))
     assert again.returncode == 2 and again.stderr.count("\n") == 1
