@@ -30,7 +30,11 @@ For every case (a parallel layout × an example model size) and every repetition
    medians over the median) and the step-to-step spread inside a repetition (half the
    inter-quartile range of the slowest rank's step times over their median). An error no
    larger than the noise is reported as "within noise (spread X%)": the benchmark does not
-   claim an accuracy finer than it can measure; every row states its spread.
+   claim an accuracy finer than it can measure; every row states its spread. With six
+   repetitions or more each row also gives its paired errors' median with a
+   distribution-free confidence interval (:func:`median_ci`, coverage >= 95 %) and the bound
+   it supports ("within ±B %"): on a host whose pace drifts, the claim more repetitions
+   sharpen (``--merge`` pools runs).
 
 Allocator: ``--malloc fixed`` runs every process of the run (the traced one, the profile,
 the jobs) with glibc's malloc thresholds fixed (:data:`FIXED_MALLOC`). By default glibc
@@ -108,6 +112,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import shlex
@@ -368,6 +373,29 @@ def paired_error(errors_pct: list[float]) -> tuple[float, float]:
     q1, _, q3 = statistics.quantiles(errors_pct, n=4) if len(errors_pct) >= 4 else (
         min(errors_pct), med, max(errors_pct))
     return med, (q3 - q1) / 2
+
+
+def median_ci(values: list[float], level: float = 0.95) -> tuple[float, float, float] | None:
+    """A distribution-free confidence interval for the median of ``values`` (independent
+    draws): the order statistics ``[x_(k), x_(n-k+1)]`` with the largest ``k`` whose
+    coverage ``1 - 2 * P(Binomial(n, 1/2) < k)`` is at least ``level``. Returns
+    ``(low, high, coverage)``, or None when even the range covers less (n <= 5 at 95 %).
+
+    It is what a repetition-paired accuracy figure can claim on a host whose pace drifts:
+    each repetition's error (its prediction against the job run beside it) is one draw of
+    model error plus drift, and the interval narrows as repetitions are added, where the
+    spread of the measured medians does not."""
+    n = len(values)
+    xs = sorted(values)
+    best: tuple[float, float, float] | None = None
+    below = 0  # 2**n * P(Binomial(n, 1/2) < k)
+    for k in range(1, n // 2 + 1):
+        below += math.comb(n, k - 1)
+        coverage = 1.0 - 2.0 * below / 2 ** n
+        if coverage < level:
+            break
+        best = (xs[k - 1], xs[n - k], coverage)
+    return best
 
 
 def _mem_delta(recs: list[dict[str, Any]]) -> int:
@@ -797,6 +825,12 @@ def merge(docs: list[dict[str, Any]]) -> dict[str, Any]:
                      warmup=first["warmup_steps"], reps=sum(d["method"]["reps"] for d in docs),
                      cluster=None if first["cluster_preset"].startswith("none")
                      else first["cluster_preset"])
+    # the host the runs measured, not the one merging them (``--merge`` runs no job)
+    ident = ("python", "platform", "processor", "cpu_count", "torch", "device")
+    out["machine"].update({k: docs[0]["machine"][k] for k in ident if k in docs[0]["machine"]})
+    hosts = {json.dumps({k: d["machine"].get(k) for k in ident}, sort_keys=True) for d in docs}
+    if len(hosts) > 1:
+        out["machine"]["hosts"] = [json.loads(h) for h in sorted(hosts)]
     out["machine"]["malloc"] = docs[0]["machine"].get("malloc", {})
     out["machine"]["load_avg_per_rep"] = [dict(x, run=i) for i, d in enumerate(docs)
                                           for x in d["machine"].get("load_avg_per_rep", [])]
@@ -863,6 +897,11 @@ def _summarise(cases: tuple[Case, ...], raw: dict[str, list[dict[str, Any]]],
                         statistics.median(r.get("step_spread_pct", 0.0) for r in ok), pspread)
             err = _err_pct(p, m)
             paired, paired_spread = paired_error([r["error_pct"] for r in ok])
+            ci = median_ci([r["error_pct"] for r in ok])
+            if ci is not None:  # the paired error's claim: within +-bound % at coverage
+                row.update(paired_ci_pct=[round(ci[0], 2), round(ci[1], 2)],
+                           paired_ci_coverage=round(ci[2], 4),
+                           paired_bound_pct=round(max(abs(ci[0]), abs(ci[1])), 2))
             row.update(measured_us=round(m, 1), predicted_us=round(p, 1),
                        error_pct=round(err, 2), noise_pct=round(noise, 2),
                        prediction_spread_pct=round(pspread, 2),
@@ -886,7 +925,10 @@ def _summarise(cases: tuple[Case, ...], raw: dict[str, list[dict[str, Any]]],
         merrs = [abs(r["mem_error_pct"]) for r in rows if r["layout"] == lay and
                  "mem_error_pct" in r]
         noises = [r["noise_pct"] for r in rows if r["layout"] == lay and "noise_pct" in r]
+        bounds = [r["paired_bound_pct"] for r in rows if r["layout"] == lay and
+                  "paired_bound_pct" in r]
         per_layout[lay] = {
+            "max_paired_bound_pct": max(bounds) if bounds else None,
             "median_abs_error_pct": round(statistics.median(errs), 2) if errs else None,
             "median_noise_pct": round(statistics.median(noises), 2) if noises else None,
             "median_abs_mem_error_pct": round(statistics.median(merrs), 2) if merrs else None,
@@ -938,6 +980,17 @@ def _verdict(r: dict[str, Any]) -> str:
     return f"{r['error_pct']:+.1f} {spread}"
 
 
+def _paired(r: dict[str, Any]) -> str:
+    """The paired error with its confidence interval where the repetitions give one
+    ("+3.1 [-2.0..+8.4]"), else with half its inter-quartile range ("+3.1 ±2.2")."""
+    if "paired_error_pct" not in r:
+        return "-"
+    if "paired_ci_pct" in r:
+        lo, hi = r["paired_ci_pct"]
+        return f"{r['paired_error_pct']:+.1f} [{lo:+.1f}..{hi:+.1f}]"
+    return f"{r['paired_error_pct']:+.1f} ±{r['paired_half_iqr_pct']:.1f}"
+
+
 def _load_range(r: dict[str, Any]) -> str:
     """A row's 1-minute load average range ("0.8..1.6"); an older document's rows hold one
     figure per repetition (``load_avg_1min``, after its job), "-" when there is none."""
@@ -960,7 +1013,8 @@ def _load_lines(machine: dict[str, Any]) -> list[str]:
              f"{min(loads):.1f}..{max(loads):.1f} during the runs; malloc: "
              + (" ".join(f"{k}={v}" for k, v in alloc.items()) or "glibc default")]
     if per_rep:
-        each = ", ".join(f"rep {x['rep']} {x['before'][0]:.2f} -> "
+        each = ", ".join(("" if "run" not in x else f"run {x['run']} ")
+                         + f"rep {x['rep']} {x['before'][0]:.2f} -> "
                          + (f"{x['after'][0]:.2f}" if "after" in x else "?") for x in per_rep)
         five = [x[k][1] for x in per_rep for k in ("before", "after") if k in x]
         lines.append(f"load average (1-min) before -> after each repetition: {each}; "
@@ -984,7 +1038,7 @@ def table(doc: dict[str, Any]) -> str:
     """The markdown table of a result document, each row's spread and load, then the
     per-layout medians, the machine's load and each row's simulate command."""
     lines = ["| layout | model | procs | measured ms | predicted ms | error % (spread) "
-             "| paired % | per-rep error % | load 1-min | mem measured MiB "
+             "| paired % [CI] | per-rep error % | load 1-min | mem measured MiB "
              "| mem predicted MiB | mem error % |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in doc["cases"]:
@@ -993,21 +1047,22 @@ def table(doc: dict[str, Any]) -> str:
                          f"{r['error'][:90]} | | | | | {_load_range(r)} | | | |")
             continue
         reps = ", ".join(f"{e:+.1f}" for e in r["rep_errors_pct"])
-        paired = (f"{r['paired_error_pct']:+.1f} ±{r['paired_half_iqr_pct']:.1f}"
-                  if "paired_error_pct" in r else "-")
+        paired = _paired(r)
         lines.append(
             f"| {r['layout']} | {r['model']} | {r['nproc']} | {r['measured_us'] / 1e3:.2f} | "
             f"{r['predicted_us'] / 1e3:.2f} | {_verdict(r)} | {paired} | {reps} | "
             f"{_load_range(r)} | "
             f"{_mib(r['measured_mem_delta_bytes'])} | {_mib(r['predicted_mem_delta_bytes'])} | "
             f"{r['mem_error_pct']:+.1f} |")
-    lines += ["", "| layout | median \\|time error\\| % | median noise % | median \\|memory "
-              "error\\| % |", "|---|---|---|---|"]
+    lines += ["", "| layout | median \\|time error\\| % | median noise % | widest paired "
+              "bound % | median \\|memory error\\| % |", "|---|---|---|---|---|"]
     for lay, v in doc["per_layout"].items():
-        t, m, n = v["median_abs_error_pct"], v["median_abs_mem_error_pct"], v.get(
-            "median_noise_pct")
+        t, m, n, b = (v["median_abs_error_pct"], v["median_abs_mem_error_pct"],
+                      v.get("median_noise_pct"), v.get("max_paired_bound_pct"))
         lines.append(f"| {lay} | {'-' if t is None else f'{t:.1f}'} | "
-                     f"{'-' if n is None else f'{n:.1f}'} | {'-' if m is None else f'{m:.1f}'} |")
+                     f"{'-' if n is None else f'{n:.1f}'} | {'-' if b is None else f'±{b:.1f}'} "
+                     f"| {'-' if m is None else f'{m:.1f}'} |")
+    lines += _ci_lines(doc["cases"])
     lines += _split_lines(doc["cases"])
     second = [r for r in doc["cases"] if "second_error_pct" in r]
     if second:
@@ -1020,6 +1075,21 @@ def table(doc: dict[str, Any]) -> str:
     lines += _load_lines(doc["machine"])
     lines += _argv_lines(doc)
     return "\n".join(lines)
+
+
+def _ci_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """What the repetitions let each row claim: its paired error lies within +-bound % at
+    the interval's coverage (:func:`median_ci`); rows with too few repetitions say so."""
+    got = [r for r in rows if "paired_bound_pct" in r]
+    if not got:
+        n = max((len(r.get("rep_errors_pct", [])) for r in rows), default=0)
+        return ["", f"Paired errors: {n} repetitions give no distribution-free 95 % interval "
+                "for their median (6 or more do): the rows claim no bound."]
+    return ["", "Paired errors (each repetition's prediction against the job run beside it), "
+            "median with a distribution-free confidence interval over the repetitions: "
+            + "; ".join(f"{r['layout']} {r['model']} within ±{r['paired_bound_pct']:.1f} % "
+                        f"({100 * r['paired_ci_coverage']:.1f} %, {len(r['rep_errors_pct'])} "
+                        "reps)" for r in got)]
 
 
 def _pooled_lines(doc: dict[str, Any]) -> list[str]:

@@ -13,6 +13,7 @@ import dataclasses
 import importlib
 import json
 import math
+import random
 import shutil
 import statistics
 import subprocess
@@ -37,6 +38,7 @@ from benchmarks.accuracy import (
     _summarise,
     _train_flags,
     main,
+    median_ci,
     repredict,
     table,
 )
@@ -306,6 +308,14 @@ def test_merge_pools_the_runs_repetitions(tmp_path: Path) -> None:
     assert row["noise_pct"] == pytest.approx(row["prediction_spread_pct"]) and \
         row["noise_pct"] > 11.0 and row["within_noise"] is True
     assert [(r["run"], r["run_date"]) for r in row["reps"]] == [(0, "A")] * 3 + [(1, "B")] * 3
+    # six repetitions bound the paired median: their range, at 1 - 2/64 coverage; three
+    # (either run alone) bound nothing
+    assert (row["paired_ci_pct"], row["paired_ci_coverage"], row["paired_bound_pct"]) == \
+        ([-2.0, 24.0], 0.9688, 24.0)
+    assert "paired_ci_pct" not in a["cases"][0]
+    assert got["per_layout"]["fsdp"]["max_paired_bound_pct"] == 24.0
+    assert "| +11.0 [-2.0..+24.0] |" in table(got)
+    assert "fsdp bert within ±24.0 % (96.9 %, 6 reps)" in table(got)
     assert got["method"]["reps"] == 6 and [m["date"] for m in got["method"]["merged"]] == \
         ["A", "B"]
     with pytest.raises(ValueError, match="differ in --steps"):
@@ -317,6 +327,13 @@ def test_merge_pools_the_runs_repetitions(tmp_path: Path) -> None:
         merge([a, fixed])
     assert merge([fixed, fixed])["machine"]["malloc"] == FIXED_MALLOC
     assert merge([a, b])["machine"]["malloc"] == {}  # older runs: glibc's default
+    # the host the runs measured is kept, not the merging one's; two hosts are both named
+    far = run([1.0], "E")
+    far["machine"].update(cpu_count=16, torch="2.11.0+cu130")
+    assert merge([far, far])["machine"]["cpu_count"] == 16
+    assert "hosts" not in merge([far, far])["machine"]
+    assert {h["cpu_count"] for h in merge([a, far])["machine"]["hosts"]} == \
+        {16, a["machine"]["cpu_count"]}
     assert malloc_settings({"MALLOC_ARENA_MAX": "2", "PATH": "/bin"}) == {"MALLOC_ARENA_MAX": "2"}
     # the command line: files in, one table and JSON out; a bad file is a one-line error
     fa, fb, out = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "all.json"
@@ -326,6 +343,24 @@ def test_merge_pools_the_runs_repetitions(tmp_path: Path) -> None:
     assert json.loads(out.read_text())["cases"][0]["rep_errors_pct"] == row["rep_errors_pct"]
     with pytest.raises(SystemExit):
         main(["--merge", str(tmp_path / "missing.json"), "--output", str(out)])
+
+
+@pytest.mark.parametrize("n", range(1, 30))
+def test_median_ci_is_the_widest_order_statistic_pair_that_covers(n: int) -> None:
+    def coverage(k: int) -> float:  # P(x_(k) <= median <= x_(n-k+1)), exact for any draw
+        return 1 - 2 * sum(math.comb(n, i) for i in range(k)) / 2 ** n
+
+    values = [float(i) for i in range(n)]
+    random.Random(n).shuffle(values)  # 0..n-1 in some order
+    got = median_ci(values)
+    if coverage(1) < 0.95:
+        assert got is None and n <= 5
+        return
+    assert got is not None
+    k = max(k for k in range(1, n // 2 + 1) if coverage(k) >= 0.95)
+    assert got == (k - 1, n - k, pytest.approx(coverage(k)))
+    assert got[0] <= statistics.median(values) <= got[1]
+    assert median_ci(values, level=0.5) is not None
 
 
 # ------------------------------------------------------------------------------ the table
@@ -368,6 +403,7 @@ def test_table_says_every_rows_spread_load_and_command() -> None:
             f"±{row['prediction_spread_pct']:.1f}%) | +18.6 ±1.4 | +20.0, +17.3 | 0.4..1.9 "
             "| 10.0 | 11.0 | +10.0 |") in text
     assert "| ddp | resnet | 2 | failed: SimulateError: boom |" in text
+    assert "2 repetitions give no distribution-free 95 % interval" in text
     assert "1-min load average 0.4..1.9 during the runs" in text
     assert "rep 0 0.40 -> 1.30, rep 1 1.30 -> 1.90; 5-min 0.80..1.20" in text
     assert ("| fsdp/bert | `python -m echo_sim simulate rep0/bert/trace --dp 2 --fsdp "
