@@ -346,7 +346,7 @@ def test_merge_pools_the_runs_repetitions(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("n", range(1, 30))
-def test_median_ci_is_the_widest_order_statistic_pair_that_covers(n: int) -> None:
+def test_median_ci_is_the_narrowest_order_statistic_pair_that_covers(n: int) -> None:
     def coverage(k: int) -> float:  # P(x_(k) <= median <= x_(n-k+1)), exact for any draw
         return 1 - 2 * sum(math.comb(n, i) for i in range(k)) / 2 ** n
 
