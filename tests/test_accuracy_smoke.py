@@ -87,7 +87,9 @@ def test_summary_medians_and_table() -> None:
     assert ddp["noise_pct"] == pytest.approx(20.2, abs=0.01) and ddp["within_noise"]
     assert doc["per_layout"]["ddp"] == {"median_abs_error_pct": 10.0,
                                         "median_noise_pct": 20.2,
-                                        "median_abs_mem_error_pct": 10.0}
+                                        "median_abs_mem_error_pct": 10.0,
+                                        # three repetitions bound no paired error
+                                        "max_paired_bound_pct": None}
     assert tp["error"] == "boom" and doc["per_layout"]["tp"]["median_abs_error_pct"] is None
     text = table(doc)
     assert "| ddp | tiny | 2 | 0.11 | 0.10 | within noise (spread 20.2%; predictions " \
