@@ -834,6 +834,11 @@ def merge(docs: list[dict[str, Any]]) -> dict[str, Any]:
     out["machine"]["malloc"] = docs[0]["machine"].get("malloc", {})
     out["machine"]["load_avg_per_rep"] = [dict(x, run=i) for i, d in enumerate(docs)
                                           for x in d["machine"].get("load_avg_per_rep", [])]
+    # how the runs measured (profile mode, pooled traces): kept, each distinct wording once
+    for key in ("comm_profile", "pooled_traces", "second_comm_profile"):
+        said = list(dict.fromkeys(d["method"][key] for d in docs if key in d["method"]))
+        if said:
+            out["method"][key] = " | ".join(said)
     out["method"]["merged"] = [{"date": d["date"], "reps": d["method"]["reps"],
                                 "repredicted": d["method"].get("repredicted")} for d in docs]
     return out
@@ -1246,6 +1251,10 @@ def main(argv: list[str] | None = None) -> int:
         print(table(doc))
         print(f"\nwrote {output}")
         return 0
+    if a.keep and any(Path(a.keep).glob("rep[0-9]*")):
+        # capture never overwrites a trace: a new run there would predict from the old ones
+        p.error(f"--keep {a.keep} already holds a run's repetitions (rep0/ ...); give an "
+                "empty or new directory")
     os.environ["OMP_NUM_THREADS"] = "1"  # the profiling processes inherit it
     if a.malloc == "fixed":
         os.environ.update(FIXED_MALLOC)  # every process the run starts inherits them

@@ -334,6 +334,12 @@ def test_merge_pools_the_runs_repetitions(tmp_path: Path) -> None:
     assert "hosts" not in merge([far, far])["machine"]
     assert {h["cpu_count"] for h in merge([a, far])["machine"]["hosts"]} == \
         {16, a["machine"]["cpu_count"]}
+    # how the runs measured is kept: pooled traces are named in the merged table
+    a["method"]["pooled_traces"] = b["method"]["pooled_traces"] = "3 one-process traces"
+    assert merge([a, b])["method"]["pooled_traces"] == "3 one-process traces"
+    b["method"]["comm_profile"] = "busy mode"
+    assert merge([a, b])["method"]["comm_profile"] == "busy mode"
+    assert "comm_profile" not in merge([a, a])["method"]
     assert malloc_settings({"MALLOC_ARENA_MAX": "2", "PATH": "/bin"}) == {"MALLOC_ARENA_MAX": "2"}
     # the command line: files in, one table and JSON out; a bad file is a one-line error
     fa, fb, out = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "all.json"
@@ -453,3 +459,14 @@ def test_no_case_for_the_layouts_asked_is_an_error(capsys: pytest.CaptureFixture
         main(["--sizes", "resnet", "--layouts", "tp"])
     assert e.value.code == 2
     assert "no case for --layouts tp on --sizes resnet" in capsys.readouterr().err
+
+
+def test_a_keep_directory_holding_a_run_is_refused(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    # capture keeps the traces already there, so a second run would predict from the first's
+    (tmp_path / "rep0" / "bert" / "trace").mkdir(parents=True)
+    (tmp_path / "run.log").write_text("")
+    with pytest.raises(SystemExit) as e:
+        main(["--reps", "1", "--sizes", "bert", "--layouts", "ddp", "--keep", str(tmp_path)])
+    assert e.value.code == 2
+    assert "already holds a run's repetitions" in capsys.readouterr().err
