@@ -15,10 +15,7 @@ hand-made inputs.
 from __future__ import annotations
 
 import json
-import os
-import socket
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +27,7 @@ from echo_sim.load import load_trace
 from echo_sim.trace.model import Cat
 from echo_sim.workload.ops import fold_micro_batches
 from echo_sim.workload.traced_layout import traced_layout
+from tests.harness import run_echo_sim, run_ranks
 
 REPO = Path(__file__).resolve().parent.parent
 REAL_DDP = REPO / "tests" / "data" / "load" / "echo_real_ddp"
@@ -40,20 +38,13 @@ TOLERANCE = 0.05
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "echo_sim", *args], capture_output=True,
-                          text=True, timeout=300, cwd=REPO)
+    return run_echo_sim(args, timeout=300, cwd=REPO)
 
 
 def _json(*args: str) -> dict:
     done = _cli(*args, "--json")
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 # ------------------------------------------------------------------------------ fast
@@ -161,16 +152,15 @@ def traced_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     about one DDP run in ten landed 6-7 % off its own median step on a 2-core VM while its
     steps spread under 5 %: the error of a median over 10 noisy steps, on both sides)."""
     root = tmp_path_factory.mktemp("selfrepro")
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
     out = {}
     for layout in LAYOUTS:
         d = root / layout
-        cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
-               "--master_addr", "127.0.0.1", "--master_port", str(_free_port()),
-               "examples/train.py", "--layout", layout, "--model", "gpt", "--steps", "21",
-               "--capture", "--trace-dir", str(d), "--trace-start", "2", "--trace-end", "20"]
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=REPO,
-                              env=env)
+        # the ranks forked from a server that imported torch (torchrun's environment; the
+        # launcher is not what these tests test): 3 fresh interpreters less per layout
+        done = run_ranks(["examples/train.py", "--layout", layout, "--model", "gpt",
+                          "--steps", "21", "--capture", "--trace-dir", str(d),
+                          "--trace-start", "2", "--trace-end", "20"],
+                         env={"OMP_NUM_THREADS": "1"}, timeout=300, cwd=REPO)
         assert done.returncode == 0, done.stderr[-2000:]
         out[layout] = d
     return out

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.forker import HF_PRELOAD
-from tests.harness import run_forked, run_python, run_ranks, run_torchrun
+from tests.harness import run_echo_sim, run_forked, run_ranks
 
 pytest.importorskip("transformers", reason="transformers is not installed "
                     "(pip install 'echo-sim[huggingface]')")
@@ -134,8 +134,7 @@ TOLERANCE = 0.20
 def _cli_json(*args: str) -> dict:
     import json
 
-    done = run_python(["-m", "echo_sim", *args, "--json"], env={"OMP_NUM_THREADS": "1"},
-                      timeout=300, cwd=REPO)
+    done = run_echo_sim([*args, "--json"], timeout=300, cwd=REPO)
     assert done.returncode == 0, done.stderr[-2000:]
     return dict(json.loads(done.stdout))
 
@@ -160,22 +159,23 @@ def test_a_2_process_dtensor_run_is_predicted_from_a_1_process_trace(
     tp, prof = tmp_path / "tp", tmp_path / "comm.json"
 
     def trace_single(out: Path) -> None:
-        one = run_python([SCRIPT, "--layout", "single", "--steps", "8", "--trace-start",
+        one = run_forked([SCRIPT, "--layout", "single", "--steps", "8", "--trace-start",
                           "2", "--trace-end", "7", "--trace-dir", str(out), *BENCH_MODEL],
-                         env={"OMP_NUM_THREADS": "1"}, timeout=300, cwd=REPO)
+                         timeout=300, cwd=REPO, preload=HF_PRELOAD)
         assert one.returncode == 0, one.stderr[-2000:]
 
     trace_single(before)
     # the collectives a tensor-parallel step issues, up to 1 MiB (its all-reduces are of
     # 8 x 64 x 256 floats, 512 KiB; the rest of a full profile is time)
-    made = run_python(["-m", "echo_sim", "profile-comm", "--nproc", "2", "--no-progress",
-                       "--ops", "all_reduce,all_gather", "--sizes", "1KB..1MB",
-                       "--output", str(prof)],
-                      env={"OMP_NUM_THREADS": "1"}, timeout=300, cwd=REPO)
+    made = run_echo_sim(["profile-comm", "--nproc", "2", "--no-progress",
+                         "--ops", "all_reduce,all_gather", "--sizes", "1KB..1MB",
+                         "--output", str(prof)], timeout=300, cwd=REPO)
     assert made.returncode == 0, made.stderr[-2000:]
-    two = run_torchrun([SCRIPT, "--layout", "tp", "--steps", "16", "--trace-start", "2",
-                        "--trace-end", "15", "--trace-dir", str(tp), *BENCH_MODEL],
-                       env={"OMP_NUM_THREADS": "1"}, timeout=300, cwd=REPO)
+    # one-process and 2-process runs alike forked from one server that imported torch and
+    # transformers (tests.forker): the same start for both, 5-9 CPU-s less each
+    two = run_ranks([SCRIPT, "--layout", "tp", "--steps", "16", "--trace-start", "2",
+                     "--trace-end", "15", "--trace-dir", str(tp), *BENCH_MODEL],
+                    timeout=300, cwd=REPO, preload=HF_PRELOAD)
     assert two.returncode == 0, two.stderr[-2000:]
     trace_single(after)
     col = _cli_json("collect", str(tp))
