@@ -323,8 +323,9 @@ def probe_ops(workload: Any, layout: ParallelLayout, space: SearchSpace, *,
                              micro_batch=layout.micro_batch, recompute=layout.recompute,
                              sp=layout.sp)
         gb = one.dp * one.micro_batch
+    # the probe reads the plan's op times and the mean schedule: not the spread's draws
     res = simulate(workload, one.sim_config(space, global_batch=gb),
-                   batch_traces=batch_traces, keep=True)
+                   batch_traces=batch_traces, keep=True, spread=False)
     if res.built is None:  # pragma: no cover - keep=True always keeps it
         raise ConfigError("simulate kept no task graph for the probe")
     plan = res.built.plan

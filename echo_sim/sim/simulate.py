@@ -245,12 +245,16 @@ class _Notes:
 
 
 def simulate(trace: Trace | Workload, config: SimConfig, *, comm: Any = None,
-             batch_traces: tuple[Trace | Workload, ...] = (), keep: bool = True) -> SimResult:
+             batch_traces: tuple[Trace | Workload, ...] = (), keep: bool = True,
+             spread: bool = True) -> SimResult:
     """Predict one iteration of ``config`` from ``trace`` (see the module docstring).
 
     ``comm``: a collective cost model (default: ``CommModel(cluster, comm_profile)``);
     ``batch_traces``: traces of the same model at other micro-batch sizes (batch fit);
-    ``keep``: keep the graph and schedule on the result (needed by :meth:`to_trace`).
+    ``keep``: keep the graph and schedule on the result (needed by :meth:`to_trace`);
+    ``spread=False`` leaves out step 6d (the collectives' run-to-run spread: about 46 more
+    runs of the schedule), so the iteration is the schedule of mean times: for callers that
+    read only the plan's op times and that schedule (search's operator probes).
     Raises :class:`ConfigError` for layouts the model cannot take.
 
     The steps run in this order, each a function below: the workload and what it was
@@ -350,7 +354,7 @@ def simulate(trace: Trace | Workload, config: SimConfig, *, comm: Any = None,
         notes.calibration["comm_overlap"] = {
             "value": max(ov.comm_stretch), "spread_pct": 0.0, "samples": ov.samples}
     drawn = (_spread_draws(built, sched, comm, transfer, unstretched, ov)
-             if config.world > 1 else None)
+             if config.world > 1 and spread else None)
     if drawn is not None:
         # step 6d: the expected step over the collectives' measured run-to-run spread
         notes.models.append(drawn.note())
@@ -415,9 +419,11 @@ def _spread_draws(built: Built, sched: Schedule, comm: Any, transfer: Callable[.
         wait = max(unstretched[c] - float(transfer(coll, nbytes, list(grp))), 0.0)
         spreads[c] = (max(g.dur_us[c] - wait, 0.0), f)
 
+    ids = [(r, _task_ids(built, r)) for r in built.ranks]
+
     def measure(s: Schedule) -> np.ndarray:
-        return np.array([x for r in built.ranks
-                         for x in _breakdown(built, s, r, s.makespan_us)])
+        T = s.makespan_us
+        return np.array([x for r, tasks in ids for x in _breakdown(built, s, r, T, tasks)])
 
     return expected_step(built.graph, spreads, base=sched, measure=measure,
                          draws=draw_count(len(built.graph)))
@@ -608,25 +614,36 @@ def _merge(iv: np.ndarray) -> np.ndarray:
 
 
 def _overlap_us(a: np.ndarray, b: np.ndarray) -> float:
-    """Total length of the intersection of two disjoint sorted interval sets."""
-    i = j = 0
-    total = 0.0
-    while i < len(a) and j < len(b):
-        lo = max(a[i, 0], b[j, 0])
-        hi = min(a[i, 1], b[j, 1])
-        if hi > lo:
-            total += hi - lo
-        if a[i, 1] < b[j, 1]:
-            i += 1
-        else:
-            j += 1
-    return float(total)
+    """Total length of the intersection of two disjoint sorted interval sets: the sum of
+    ``min(ends) - max(starts)`` over the pairs that overlap by more than zero. Each ``a[i]``
+    meets the ``b[j]`` with ``b_end > a_start`` and ``b_start < a_end``, a contiguous run
+    of ``j`` (both sets sorted and disjoint), found by two binary searches."""
+    if len(a) == 0 or len(b) == 0:
+        return 0.0
+    lo = np.searchsorted(b[:, 1], a[:, 0], side="right")
+    n = np.maximum(np.searchsorted(b[:, 0], a[:, 1], side="left") - lo, 0)
+    pairs = int(n.sum())
+    if pairs == 0:
+        return 0.0
+    ia = np.repeat(np.arange(len(a)), n)
+    jb = lo[ia] + np.arange(pairs) - np.repeat(np.cumsum(n) - n, n)
+    ov = np.minimum(a[ia, 1], b[jb, 1]) - np.maximum(a[ia, 0], b[jb, 0])
+    return float(ov[ov > 0].sum())
 
 
-def _breakdown(built: Built, sched: Schedule, r: int, T: float) -> tuple[float, float, float,
-                                                                          float]:
-    ct = np.asarray(built.compute_tasks[r], dtype=np.int64)
-    mt = np.asarray(built.comm_tasks[r], dtype=np.int64)
+def _task_ids(built: Built, r: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rank ``r``'s compute and communication task ids."""
+    return (np.asarray(built.compute_tasks[r], dtype=np.int64),
+            np.asarray(built.comm_tasks[r], dtype=np.int64))
+
+
+def _breakdown(built: Built, sched: Schedule, r: int, T: float,
+               tasks: tuple[np.ndarray, np.ndarray] | None = None,
+               ) -> tuple[float, float, float, float]:
+    """Rank ``r``'s compute, exposed communication, pipeline bubble and other idle time (µs)
+    in a step of ``T`` µs; ``tasks``: its compute and communication task ids as arrays
+    (:func:`_task_ids`), when a caller measures many schedules of one graph."""
+    ct, mt = tasks if tasks is not None else _task_ids(built, r)
     s, e = sched.start_us, sched.end_us
     comp = _merge(np.stack([s[ct], e[ct]], axis=1)) if ct.size else np.zeros((0, 2))
     comm = _merge(np.stack([s[mt], e[mt]], axis=1)) if mt.size else np.zeros((0, 2))
