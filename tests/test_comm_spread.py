@@ -161,3 +161,10 @@ def test_simulate_reports_the_expected_step_over_the_profiles_runs(tmp_path: Pat
     # reproducible: the draws are seeded
     again = simulate(tr, SimConfig(comm_profile=str(drawn), **cfg))  # type: ignore[arg-type]
     assert again.iteration_time_us == b.iteration_time_us
+    # spread=False (search's operator probes): the same plan and mean schedule, no draws
+    bare = simulate(tr, SimConfig(comm_profile=str(drawn), **cfg), keep=True,  # type: ignore[arg-type]
+                    spread=False)
+    assert "comm_spread" not in bare.calibration and bare.iteration_range_us is None
+    assert bare.iteration_time_us == b.schedule.makespan_us
+    assert bare.built is not None and b.built is not None
+    assert np.array_equal(bare.built.plan.time_us, b.built.plan.time_us)

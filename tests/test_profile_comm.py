@@ -351,11 +351,21 @@ def test_profile_runs_round_trip_and_bad_runs_are_refused(tmp_path: Path) -> Non
     save_comm_profile(prof, path)
     assert load_comm_profile(path).runs_us == prof.runs_us
     raw = json.loads(path.read_text())
-    for bad in ([[100.0]], [[100.0], []], [[100.0], [-1.0]], [[100.0], "x"]):
+    for bad in ([[100.0]], [[100.0], []], [[100.0], [-1.0]], [[100.0], "x"],
+                [[100.0], [True]], [[100.0], [1.0, "2"]], [[100.0], [1.0, None]],
+                [[100.0], [10 ** 400]], "[[100.0], [NaN]]", "[[100.0], [Infinity]]"):
         raw["ops"][0]["runs_us"] = bad
-        path.write_text(json.dumps(raw))
+        # NaN and Infinity: what Python's json writes for them (not JSON, but read)
+        path.write_text(json.dumps(raw) if not isinstance(bad, str)
+                        else json.dumps(raw).replace(json.dumps(bad), bad))
         with pytest.raises(ProfileError, match="runs_us must hold one non-empty list"):
             load_comm_profile(path)
+    # an integer past float's range anywhere is one line, not an OverflowError
+    raw["ops"][0]["runs_us"] = [[100.0], [1.0]]
+    raw["ops"][0]["times_us"][0] = 10 ** 400
+    path.write_text(json.dumps(raw))
+    with pytest.raises(ProfileError, match="times_us positive numbers"):
+        load_comm_profile(path)
 
 
 def test_other_load_is_a_core_count() -> None:

@@ -307,13 +307,19 @@ def _need(obj: dict[str, Any], key: str, kind: type | tuple[type, ...], where: s
     return v
 
 
+def _json_int(text: str) -> int | float:
+    """A JSON integer; one of more than 18 digits (past any size or time, and past float's
+    range from about 309) reads as infinity, which every check below refuses."""
+    return int(text) if len(text.lstrip("-")) <= 18 else math.inf
+
+
 def _runs_ok(row: Any) -> bool:
     """``row`` is a non-empty list of finite numbers >= 0 (JSON ints or floats, no booleans):
     the types checked by ``map`` and the values by numpy, a profile's ~10^5 kept runs in
     milliseconds (search reads the profile once per layout)."""
     if not isinstance(row, list) or not row or not set(map(type, row)) <= {int, float}:
         return False
-    v = np.asarray(row, dtype=float)
+    v = np.asarray(row, dtype=float)  # integers are at most 18 digits (_json_int)
     return bool(np.isfinite(v).all() and (v >= 0).all())
 
 
@@ -331,7 +337,8 @@ def load_comm_profile(path: str | os.PathLike[str]) -> CommProfile:
 
     p = Path(path)
     try:  # a regular file of bounded size: never /dev/zero read until memory runs out
-        raw = json.loads(read_regular_file(p, max_bytes=MAX_PROFILE_BYTES))
+        raw = json.loads(read_regular_file(p, max_bytes=MAX_PROFILE_BYTES),
+                         parse_int=_json_int)
     except TraceNotFoundError:
         raise ProfileError(f"{p}: no such communication profile") from None
     except TraceFormatError as e:
