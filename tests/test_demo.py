@@ -27,7 +27,13 @@ def _demo(out: Path, cwd: Path) -> tuple[int, str, str]:
 
 
 def test_the_readme_demo_runs_end_to_end(tmp_path: Path) -> None:
+    # an earlier demo's output is there (its marker and a file of its own): one run shows
+    # both that the demo works and that a second run replaces its own earlier output
     out = tmp_path / "demo"
+    (out / "traces" / "0_0").mkdir(parents=True)
+    (out / ".echo-demo").touch()
+    (out / "traces" / "0_0" / "stale.json").write_text("{}")
+    (out / "old-report.html").write_text("an earlier run's")
     rc, stdout, stderr = _demo(out, tmp_path)
     assert rc == 0, stderr[-3000:]
     assert sorted(p.name for p in (out / "traces").iterdir()) == ["0_0", "0_1"]
@@ -42,9 +48,10 @@ def test_the_readme_demo_runs_end_to_end(tmp_path: Path) -> None:
     assert (out / "report.html").read_text().lstrip().startswith("<!DOCTYPE html>")
     assert "predicted:" in stdout and "wrote the best layout" in stdout
     assert "0.0 GiB" not in stdout  # search's table names a small model's peak in MiB
-    # a second run replaces its own earlier output, and only that
-    rc, _, stderr = _demo(out, tmp_path)
-    assert rc == 0, stderr[-3000:]
+    # the earlier run's files are gone, its marker made again
+    assert not (out / "old-report.html").exists()
+    assert not (out / "traces" / "0_0" / "stale.json").exists()
+    assert (out / ".echo-demo").is_file()
 
 
 def test_the_demo_never_replaces_a_directory_it_did_not_make(tmp_path: Path) -> None:
