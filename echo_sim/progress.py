@@ -8,6 +8,9 @@ when a step that printed anything ends::
 
     echo_sim: converting: 384/1024 ranks (38 %), 41 s, about 66 s left
 
+The time left extrapolates the pace since the first unit finished (none is given before a
+second one has), so a slow start does not inflate it.
+
 ``enabled=False`` prints nothing; ``None`` (the default) prints as above; ``True`` shows the
 bar at once and always writes the last line. Nothing is read from the environment and
 nothing is printed at import.
@@ -50,6 +53,7 @@ class Progress:
         self._on = enabled is not False
         self._forced = enabled is True
         self._t0 = time.monotonic()
+        self._first: tuple[float, int] | None = None  # (when, done) at the first update
         self._next_log = self._t0 + LOG_FIRST_S
         self._logged = False
         self._bar: Any = None
@@ -63,12 +67,14 @@ class Progress:
     def update(self, n: int = 1) -> None:
         """Mark ``n`` more units done."""
         self.done += n
+        now = time.monotonic()
+        if self._first is None:
+            self._first = (now, self.done)
         if not self._on:
             return
         if self._bar is not None:
             self._bar.update(n)
             return
-        now = time.monotonic()
         if now >= self._next_log:
             self._write(self._line(now))
             self._next_log = now + LOG_EVERY_S
@@ -77,8 +83,13 @@ class Progress:
         spent = now - self._t0
         if self.total:
             pct = 100.0 * self.done / self.total
-            left = (f", about {_dur(spent * (self.total - self.done) / self.done)} left"
-                    if 0 < self.done < self.total else "")
+            left = ""
+            if self._first is not None and self._first[1] < self.done < self.total:
+                # the pace since the first unit finished: a start-up before it (search's
+                # operator probes, a file's header) is not extrapolated over the rest
+                t1, d1 = self._first
+                left = (f", about {_dur((now - t1) * (self.total - self.done) / (self.done - d1))}"
+                        " left")
             return (f"echo_sim: {self.desc}: {self.done}/{self.total} {self.unit}s "
                     f"({pct:.0f} %), {_dur(spent)}{left}")
         return f"echo_sim: {self.desc}: {self.done} {self.unit}s, {_dur(spent)}"

@@ -294,6 +294,15 @@ def test_progress_lines_without_a_terminal(monkeypatch: pytest.MonkeyPatch) -> N
     lines = buf.getvalue().splitlines()
     assert lines[0].startswith("echo_sim: converting: 1/4 ranks (25 %)")
     assert lines[-1].endswith("(done)") and "4/4 ranks (100 %)" in lines[-1]
+    assert "left" not in lines[0] and "about" in lines[1]  # a pace needs two units
+    # a slow start before the first unit (search's probes) is not extrapolated
+    clock = iter([0.0, 100.0, 101.0, 102.0])
+    monkeypatch.setattr(progress_mod.time, "monotonic", lambda: next(clock))
+    slow = io.StringIO()
+    with progress_mod.Progress(10, "searching", unit="layout", stream=slow) as bar:
+        bar.update(1)  # at 100 s
+        bar.update(1)  # at 101 s: 1 s a layout since the first, 8 left
+    assert slow.getvalue().splitlines()[1].endswith("about 8 s left"), slow.getvalue()
     quiet = io.StringIO()
     with progress_mod.Progress(4, "x", stream=quiet, enabled=False) as bar:
         bar.update(4)
