@@ -10,8 +10,10 @@ crashed run's dropped steps; through a local 2-process pool and a local 2-worker
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import shutil
+import types
 from pathlib import Path
 from typing import Any
 
@@ -296,8 +298,8 @@ def test_progress_lines_without_a_terminal(monkeypatch: pytest.MonkeyPatch) -> N
     assert lines[-1].endswith("(done)") and "4/4 ranks (100 %)" in lines[-1]
     assert "left" not in lines[0] and "about" in lines[1]  # a pace needs two units
     # a slow start before the first unit (search's probes) is not extrapolated
-    clock = iter([0.0, 100.0, 101.0, 102.0])
-    monkeypatch.setattr(progress_mod.time, "monotonic", lambda: next(clock))
+    clock = itertools.chain([0.0, 100.0, 101.0], itertools.repeat(102.0))
+    monkeypatch.setattr(progress_mod, "time", types.SimpleNamespace(monotonic=lambda: next(clock)))
     slow = io.StringIO()
     with progress_mod.Progress(10, "searching", unit="layout", stream=slow) as bar:
         bar.update(1)  # at 100 s
