@@ -177,3 +177,25 @@ def test_busy_profile_slows_compute_of_ranks_sharing_a_cpu_host(tmp_path):
     user = simulate(tr, SimConfig(comm_profile=str(tmp_path / "b.json"), compute_factor=1.0,
                                   **kw))
     assert user.ranks[0].compute_us == pytest.approx(idle.ranks[0].compute_us)
+
+
+def test_overlap_of_two_interval_sets_counts_the_shared_time() -> None:
+    """``_overlap_us`` (the breakdown's exposed communication) against a count of the unit
+    cells both sets cover, on random sets with integer ends: touching, nested, empty,
+    identical."""
+    from echo_sim.sim.simulate import _merge, _overlap_us
+
+    rng = np.random.default_rng(7)
+    for _ in range(400):
+        sets = []
+        for _ in range(2):
+            iv = np.sort(rng.integers(0, 40, size=(int(rng.integers(0, 9)), 2)), axis=1)
+            sets.append(_merge(iv.astype(float)))
+        a, b = sets
+        cells = np.zeros((2, 40), dtype=bool)
+        for k, iv in enumerate(sets):
+            for s, e in iv.astype(int):
+                cells[k, s:e] = True
+        assert _overlap_us(a, b) == float((cells[0] & cells[1]).sum())
+        assert _overlap_us(a, a) == float(cells[0].sum())
+    assert _overlap_us(np.array([[0.0, 1.0]]), np.array([[1.0, 2.0]])) == 0.0  # touching
