@@ -864,7 +864,12 @@ def _pooled(ok: list[dict[str, Any]], measured_us: float) -> dict[str, Any]:
         return {}
     p = statistics.median(r["pooled_predicted_us"] for r in got)
     paired, half = paired_error([r["pooled_error_pct"] for r in got])
-    return {"pooled_predicted_us": round(p, 1),
+    ci = median_ci([r["pooled_error_pct"] for r in got])
+    bound = {} if ci is None else {
+        "pooled_paired_ci_pct": [round(ci[0], 2), round(ci[1], 2)],
+        "pooled_paired_ci_coverage": round(ci[2], 4),
+        "pooled_paired_bound_pct": round(max(abs(ci[0]), abs(ci[1])), 2)}
+    return {**bound, "pooled_predicted_us": round(p, 1),
             "pooled_error_pct": round(_err_pct(p, measured_us), 2),
             "pooled_rep_errors_pct": [r["pooled_error_pct"] for r in got],
             "pooled_paired_error_pct": round(paired, 2),
@@ -985,15 +990,16 @@ def _verdict(r: dict[str, Any]) -> str:
     return f"{r['error_pct']:+.1f} {spread}"
 
 
-def _paired(r: dict[str, Any]) -> str:
+def _paired(r: dict[str, Any], prefix: str = "") -> str:
     """The paired error with its confidence interval where the repetitions give one
-    ("+3.1 [-2.0..+8.4]"), else with half its inter-quartile range ("+3.1 ±2.2")."""
-    if "paired_error_pct" not in r:
+    ("+3.1 [-2.0..+8.4]"), else with half its inter-quartile range ("+3.1 ±2.2");
+    ``prefix="pooled_"``: the pooled traces' figures."""
+    if f"{prefix}paired_error_pct" not in r:
         return "-"
-    if "paired_ci_pct" in r:
-        lo, hi = r["paired_ci_pct"]
-        return f"{r['paired_error_pct']:+.1f} [{lo:+.1f}..{hi:+.1f}]"
-    return f"{r['paired_error_pct']:+.1f} ±{r['paired_half_iqr_pct']:.1f}"
+    if f"{prefix}paired_ci_pct" in r:
+        lo, hi = r[f"{prefix}paired_ci_pct"]
+        return f"{r[f'{prefix}paired_error_pct']:+.1f} [{lo:+.1f}..{hi:+.1f}]"
+    return f"{r[f'{prefix}paired_error_pct']:+.1f} ±{r[f'{prefix}paired_half_iqr_pct']:.1f}"
 
 
 def _load_range(r: dict[str, Any]) -> str:
@@ -1103,17 +1109,17 @@ def _pooled_lines(doc: dict[str, Any]) -> list[str]:
     if not rows:
         return []
     lines = ["", f"Pooled traces ({doc['method'].get('pooled_traces', '?')}), the same jobs: "
-             "error of medians, paired error and the spread of the predictions over the "
-             "repetitions, first trace alone vs pooled:", "",
+             "error of medians, paired error (with its interval from six repetitions) and "
+             "the spread of the predictions over the repetitions, first trace alone vs "
+             "pooled:", "",
              "| layout | model | first trace: error | paired | predictions ± | pooled: error "
              "| paired | predictions ± | pooled per repetition |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(
-            f"| {r['layout']} | {r['model']} | {r['error_pct']:+.1f} % | "
-            f"{r['paired_error_pct']:+.1f} ±{r['paired_half_iqr_pct']:.1f} | "
+            f"| {r['layout']} | {r['model']} | {r['error_pct']:+.1f} % | {_paired(r)} | "
             f"{r['single_prediction_spread_pct']:.1f} % | {r['pooled_error_pct']:+.1f} % | "
-            f"{r['pooled_paired_error_pct']:+.1f} ±{r['pooled_paired_half_iqr_pct']:.1f} | "
+            f"{_paired(r, 'pooled_')} | "
             f"{r['pooled_prediction_spread_pct']:.1f} % | "
             + ", ".join(f"{e:+.1f}" for e in r["pooled_rep_errors_pct"]) + " |")
     return lines

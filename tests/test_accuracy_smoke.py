@@ -124,6 +124,14 @@ def test_pooled_traces_are_summarised_beside_the_first_trace() -> None:
     assert row["pooled_prediction_spread_pct"] == pytest.approx(5.0)
     assert "| ddp | tiny | +0.0 % | +0.0 ±" in table(doc)
     assert "| 25.0 % | +0.0 % | +0.0 ±5.0 | 5.0 % | -5.0, +5.0, +0.0 |" in table(doc)
+    assert "pooled_paired_ci_pct" not in row  # three repetitions bound nothing
+    # six: the pooled errors' median gets its interval and bound, as the first trace's
+    six = _summarise((Case(layout="ddp", size="tiny"),), {"ddp/tiny": reps + [
+        dict(r, rep=r["rep"] + 3) for r in reps]}, [], [1.0], steps=6, warmup=2, reps=6)
+    (row6,) = six["cases"]
+    assert row6["pooled_paired_ci_pct"] == [-5.0, 5.0] and row6["pooled_paired_bound_pct"] == 5.0
+    assert row6["paired_ci_pct"] == [-20.0, 30.0]
+    assert "| +0.0 [-20.0..+30.0] | 25.0 % | +0.0 % | +0.0 [-5.0..+5.0] |" in table(six)
 
 
 @pytest.mark.slow
