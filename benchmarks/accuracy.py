@@ -297,7 +297,7 @@ def _micro_batch(size: str) -> int:
 def _launch(flags: list[str], out: Path, nproc: int, timeout: float,
             size: str = "gpt-s") -> list[dict[str, Any]]:
     """Run the job (``nproc`` 1: plain python; else torchrun); per-rank worker records."""
-    from tests.harness import run_python, run_torchrun
+    from benchmarks.launch import run_python, run_torchrun
 
     module = WORKLOAD_MODULE.get(size, "examples.train")
     args = [str(SCRIPT), "--worker", str(out), module, *flags]
@@ -472,7 +472,7 @@ def _predict(trace: Path | list[Path], case: Case, comm_profile: Path, timeline:
     ``sim_wall_s`` is the command's wall time (s), interpreter start and imports included.
     Raises :class:`SimulateError` (with the argv) when the command fails.
     """
-    from tests.harness import run_python
+    from benchmarks.launch import run_python
 
     argv = _simulate_argv(trace, case, comm_profile, timeline, cluster, root)
     t0 = time.perf_counter()
@@ -504,7 +504,7 @@ def _replay(timeline: Path, comm_profile: Path, out: Path, *, root: Path,
     """``python -m echo_sim replay-comm TIMELINE --comm-profile P --output OUT`` in ``root``
     (the case's collectives as its simulated step meets them, over ``comm_profile``); the
     profile written and the argv. Raises :class:`SimulateError` when the command fails."""
-    from tests.harness import run_python
+    from benchmarks.launch import run_python
 
     argv = [*SIMULATE[:3], "replay-comm", _rel(timeline, root), "--comm-profile",
             _rel(comm_profile, root), "--output", _rel(out, root), "--force", "--json"]

@@ -158,14 +158,14 @@ def speed(events: int = 1_000_000) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- fidelity
 def _run_layout(layout: str, out: Path, steps: int) -> tuple[bool, str]:
-    from tests.harness import run_torchrun
+    from benchmarks.launch import LaunchTimeout, run_torchrun
 
     args = [str(REPO / "examples" / "train.py"), "--layout", layout, "--steps", str(steps + 3),
             "--capture", "--trace-dir", str(out), "--trace-start", "2",
             "--trace-end", str(steps + 2)]
     try:
         proc = run_torchrun(args, nproc=2, timeout=600)
-    except AssertionError as e:  # the harness's timeout
+    except LaunchTimeout as e:
         return False, str(e).splitlines()[0]
     if proc.returncode != 0:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]

@@ -160,7 +160,7 @@ def _trace(model: str, mb: int, out: Path) -> Path:
 
 
 def _measure(model: str, layout: str, mb: int, steps: int, warmup: int, tmp: Path) -> float:
-    from tests.harness import free_port
+    from benchmarks.launch import free_port
 
     spec = MODELS[model]
     out = tmp / f"{model}-{layout}-{mb}.json"

@@ -27,7 +27,7 @@ def run_worker(script: str, args: Sequence[str], out: Path, *, nproc: int, timeo
     """``torchrun --nproc_per_node NPROC script ARGS --worker TMP`` (one thread per rank);
     the worker's JSON with ``"machine"`` added (``settings`` merged into it), or None after
     printing the worker's last lines when it failed. ``TMP`` lies beside ``out``."""
-    from tests.harness import run_torchrun
+    from benchmarks.launch import run_torchrun
 
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(".part.json")

@@ -135,3 +135,17 @@ def test_the_architecture_page_names_every_layer() -> None:
             assert name in page, (pkg, name)
             for unit in units - {"__init__", "__main__"}:
                 assert f"`{unit}" in page, (pkg, unit)
+
+
+def test_nothing_shipped_or_benchmarked_imports_the_tests() -> None:
+    """The tests sit on top: the packages, integrations, examples and benchmarks run without
+    them (a benchmark's launchers are :mod:`benchmarks.launch`, which the tests reuse)."""
+    bad = []
+    for top in ("echo_sim", "echo_trace", "integrations", "examples", "benchmarks"):
+        for p in (REPO / top).rglob("*.py"):
+            for node in ast.walk(ast.parse(p.read_text(), str(p))):
+                names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                         [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+                bad += [f"{p.relative_to(REPO)}: {n}" for n in names
+                        if n == "tests" or n.startswith("tests.")]
+    assert not bad, bad
