@@ -168,7 +168,7 @@ def test_flags_give_the_library_config_the_job_needs(case: Case) -> None:
 
 def test_predict_runs_the_command_in_the_run_directory(tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    import tests.harness
+    import benchmarks.launch
 
     calls: list[tuple[list[str], Any]] = []
     out = {"iteration_time_us": 41000.5, "peak_memory_bytes": 3 << 20, "hardware": {"x": 1},
@@ -183,7 +183,7 @@ def test_predict_runs_the_command_in_the_run_directory(tmp_path: Path,
         return subprocess.CompletedProcess(args, code, json.dumps(out) if code == 0 else "",
                                            "echo_sim: error: --comm-profile x: no such file")
 
-    monkeypatch.setattr(tests.harness, "run_python", fake)
+    monkeypatch.setattr(benchmarks.launch, "run_python", fake)
     case = Case(layout="fsdp", size="resnet")
     pred = _predict(tmp_path / "rep0" / "resnet" / "trace", case, tmp_path / "rep0" / "comm.json",
                     None, root=tmp_path)
