@@ -855,6 +855,18 @@ def _second(ok: list[dict[str, Any]], measured_us: float) -> dict[str, Any]:
             "second_rep_errors_pct": [r["second_error_pct"] for r in got]}
 
 
+def _ci_fields(errors: list[float], prefix: str = "") -> dict[str, Any]:
+    """The paired error's claim, within ±bound % at the interval's coverage
+    (:func:`median_ci`): ``{prefix}paired_ci_pct``, ``..._coverage``, ``..._bound_pct``;
+    empty under six repetitions."""
+    ci = median_ci(errors)
+    if ci is None:
+        return {}
+    return {f"{prefix}paired_ci_pct": [round(ci[0], 2), round(ci[1], 2)],
+            f"{prefix}paired_ci_coverage": round(ci[2], 4),
+            f"{prefix}paired_bound_pct": round(max(abs(ci[0]), abs(ci[1])), 2)}
+
+
 def _pooled(ok: list[dict[str, Any]], measured_us: float) -> dict[str, Any]:
     """The row's figures from its pooled traces (``--traces``), on the repetitions that have
     them: the error of the medians, each repetition's, the paired error and the spread of
@@ -864,12 +876,8 @@ def _pooled(ok: list[dict[str, Any]], measured_us: float) -> dict[str, Any]:
         return {}
     p = statistics.median(r["pooled_predicted_us"] for r in got)
     paired, half = paired_error([r["pooled_error_pct"] for r in got])
-    ci = median_ci([r["pooled_error_pct"] for r in got])
-    bound = {} if ci is None else {
-        "pooled_paired_ci_pct": [round(ci[0], 2), round(ci[1], 2)],
-        "pooled_paired_ci_coverage": round(ci[2], 4),
-        "pooled_paired_bound_pct": round(max(abs(ci[0]), abs(ci[1])), 2)}
-    return {**bound, "pooled_predicted_us": round(p, 1),
+    return {**_ci_fields([r["pooled_error_pct"] for r in got], "pooled_"),
+            "pooled_predicted_us": round(p, 1),
             "pooled_error_pct": round(_err_pct(p, measured_us), 2),
             "pooled_rep_errors_pct": [r["pooled_error_pct"] for r in got],
             "pooled_paired_error_pct": round(paired, 2),
@@ -907,11 +915,7 @@ def _summarise(cases: tuple[Case, ...], raw: dict[str, list[dict[str, Any]]],
                         statistics.median(r.get("step_spread_pct", 0.0) for r in ok), pspread)
             err = _err_pct(p, m)
             paired, paired_spread = paired_error([r["error_pct"] for r in ok])
-            ci = median_ci([r["error_pct"] for r in ok])
-            if ci is not None:  # the paired error's claim: within +-bound % at coverage
-                row.update(paired_ci_pct=[round(ci[0], 2), round(ci[1], 2)],
-                           paired_ci_coverage=round(ci[2], 4),
-                           paired_bound_pct=round(max(abs(ci[0]), abs(ci[1])), 2))
+            row.update(_ci_fields([r["error_pct"] for r in ok]))
             row.update(measured_us=round(m, 1), predicted_us=round(p, 1),
                        error_pct=round(err, 2), noise_pct=round(noise, 2),
                        prediction_spread_pct=round(pspread, 2),
@@ -994,12 +998,13 @@ def _paired(r: dict[str, Any], prefix: str = "") -> str:
     """The paired error with its confidence interval where the repetitions give one
     ("+3.1 [-2.0..+8.4]"), else with half its inter-quartile range ("+3.1 ±2.2");
     ``prefix="pooled_"``: the pooled traces' figures."""
-    if f"{prefix}paired_error_pct" not in r:
+    err = r.get(f"{prefix}paired_error_pct")
+    if err is None:
         return "-"
     if f"{prefix}paired_ci_pct" in r:
         lo, hi = r[f"{prefix}paired_ci_pct"]
-        return f"{r[f'{prefix}paired_error_pct']:+.1f} [{lo:+.1f}..{hi:+.1f}]"
-    return f"{r[f'{prefix}paired_error_pct']:+.1f} ±{r[f'{prefix}paired_half_iqr_pct']:.1f}"
+        return f"{err:+.1f} [{lo:+.1f}..{hi:+.1f}]"
+    return f"{err:+.1f} ±{r[f'{prefix}paired_half_iqr_pct']:.1f}"
 
 
 def _load_range(r: dict[str, Any]) -> str:
