@@ -37,7 +37,10 @@ def _gpt_loss(model: nn.Module, step: int) -> torch.Tensor:
 
 def test_depth_one_on_a_gpt_traces_its_blocks(tmp_path: Path, caplog: Any) -> None:
     torch.manual_seed(0)
-    cfg = GPTConfig(layers=2, hidden=32, heads=2, seq_len=16, vocab_size=64)
+    # wide enough that the blocks' matmuls, not the step's Python around them, fill the step:
+    # hidden 32 covered 0.70 on a quiet host and 0.46 in CI's loaded parallel pass, hidden
+    # 128 covers 0.82-0.84 quiet
+    cfg = GPTConfig(layers=2, hidden=128, heads=2, seq_len=64, vocab_size=256)
     with caplog.at_level(logging.WARNING, logger="echo_trace"):
         events = _train(GPT(cfg), tmp_path, 1, _gpt_loss)
     fw = {e["name"] for e in events if e.get("cat") == "FW"}
