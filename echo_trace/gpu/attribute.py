@@ -377,16 +377,22 @@ def _build(out: Attribution, marks: Sequence[Mark],
         r = ready_at(mk.ts_us)
         if r is not None and r > ev.ts_us:
             ev.ts_us = min(r, ev.end_us)
-    seen = set(comm_firsts)
+    seen = {gk[1] for gk in comm_firsts}  # marks whose collective ran kernels
     comm_marks = [(i, m) for i, m in enumerate(marks) if m.cat == "Comm"]
     steps = sorted((m for m in marks if m.cat == "STEP"), key=lambda m: m.ts_us)
     for i, m in comm_marks:
-        stp = next((s for s in steps if s.ts_us <= m.ts_us <= s.end_us), None)
-        if stp is None:
+        if i in seen:
             continue
-        gk = (m.name, i, -1, int(stp.args.get("step", 0)))
-        if gk in seen:
-            continue
+        # the step the collective was issued in, as echo recorded it; a mark without one
+        # takes the STEP range around its start (a c10d op matched up to the match slack
+        # before echo's event, or a clock pairing off by a preemption, can start outside)
+        sn = m.args.get("step")
+        if not isinstance(sn, int):
+            stp = next((s for s in steps if s.ts_us <= m.ts_us <= s.end_us), None)
+            if stp is None:
+                continue
+            sn = int(stp.args.get("step", 0))
+        gk = (m.name, i, -1, sn)
         r = ready_at(m.ts_us)
         if r is None:  # no GPU work queued before it: its issue time is all there is
             r = m.ts_us
