@@ -386,13 +386,13 @@ def _build(out: Attribution, marks: Sequence[Mark],
         # the step the collective was issued in, as echo recorded it; a mark without one
         # takes the STEP range around its start (a c10d op matched up to the match slack
         # before echo's event, or a clock pairing off by a preemption, can start outside)
-        sn = m.args.get("step")
-        if not isinstance(sn, int):
+        issued = m.args.get("step")
+        if not isinstance(issued, int):
             stp = next((s for s in steps if s.ts_us <= m.ts_us <= s.end_us), None)
             if stp is None:
                 continue
-            sn = int(stp.args.get("step", 0))
-        gk = (m.name, i, -1, sn)
+            issued = int(stp.args.get("step", 0))
+        gk = (m.name, i, -1, issued)
         r = ready_at(m.ts_us)
         if r is None:  # no GPU work queued before it: its issue time is all there is
             r = m.ts_us
