@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -41,6 +40,7 @@ from echo_trace.gpu.attribute import (
     gpu_step_spans,
 )
 from echo_trace.recorder import COMM_TID_BASE, COMPUTE_TID, Recorder
+from echo_trace.timing.clock import pair_clocks
 
 __all__ = ["KinetoTimer", "inputs_from_events", "kineto_unusable", "make_timer",
            "profiler_busy", "resolve_window"]
@@ -116,21 +116,6 @@ def _profiler_config() -> Any:
         return ProfilerConfig(*base, "")
 
 
-def _unix_minus_perf_ns(tries: int = 8) -> int:
-    """``time.time_ns() - time.perf_counter_ns()`` now, from the tightest of ``tries``
-    bracketed reads (``perf, unix, perf``; offset = unix - midpoint): a read preempted
-    between its two perf-counter calls (milliseconds on a loaded host) would shift every
-    profiler event by up to half that gap against echo's marks."""
-    best_gap, best = -1, 0
-    for _ in range(tries):
-        p0 = time.perf_counter_ns()
-        u = time.time_ns()
-        p1 = time.perf_counter_ns()
-        if best_gap < 0 or p1 - p0 < best_gap:
-            best_gap, best = p1 - p0, u - (p0 + p1) // 2
-    return best
-
-
 class KinetoTimer:
     """Marks CPU ranges during the window; GPU events are made at :meth:`close`."""
 
@@ -159,7 +144,8 @@ class KinetoTimer:
         torch._C._autograd._prepare_profiler(cfg, acts)
         torch._C._autograd._enable_profiler(cfg, acts)
         #: Unix ns minus perf-counter ns while the profiler runs
-        self.unix_minus_perf_ns = _unix_minus_perf_ns()
+        unix_ns, perf_ns = pair_clocks()  # the tightest of 8 bracketed reads
+        self.unix_minus_perf_ns = unix_ns - perf_ns
         self.running = True
         self.yielded = False  # the user's profiler took over: CPU times only
         self.capped = False  # stopped early: the window reached the event cap

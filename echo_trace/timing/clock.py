@@ -26,7 +26,7 @@ from typing import Any
 
 from echo_trace.recorder import COMPUTE_TID, Recorder
 
-__all__ = ["NS_PER_S", "ClockMap", "CpuTimer", "CudaTimer", "sync_clock"]
+__all__ = ["NS_PER_S", "ClockMap", "CpuTimer", "CudaTimer", "pair_clocks", "sync_clock"]
 
 log = logging.getLogger("echo_trace")
 
@@ -37,26 +37,33 @@ SYNC_RENDEZVOUS_TIMEOUT_S = 60.0
 NS_PER_S = 1_000_000_000
 
 
+def pair_clocks(tries: int = 8) -> tuple[int, int]:
+    """``(time.time_ns(), time.perf_counter_ns())`` at one instant: of ``tries`` bracketed
+    reads (``perf, unix, perf``), the tightest, its Unix read set against the midpoint of
+    its perf-counter reads. A single read preempted between its two perf-counter calls
+    (milliseconds on a loaded host) would put every mapped time off by up to half that gap."""
+    best_gap, best = -1, (0, 0)
+    for _ in range(tries):
+        p0 = time.perf_counter_ns()
+        u = time.time_ns()
+        p1 = time.perf_counter_ns()
+        if best_gap < 0 or p1 - p0 < best_gap:
+            best_gap, best = p1 - p0, (u, (p0 + p1) // 2)
+    return best
+
+
 class ClockMap:
     """Local perf-counter µs → Unix time (+ ``offset_us`` to rank 0's clock) → trace ``ts``."""
 
     def __init__(self) -> None:
-        best: tuple[int, int, int] | None = None
-        for _ in range(5):  # keep the tightest (perf, unix, perf) sandwich
-            p0 = time.perf_counter_ns()
-            u = time.time_ns()
-            p1 = time.perf_counter_ns()
-            if best is None or p1 - p0 < best[2] - best[0]:
-                best = (p0, u, p1)
-        assert best is not None
-        p_mid_ns = (best[0] + best[2]) // 2
+        unix_ns, perf_ns = pair_clocks()
         #: Unix ns minus perf-counter ns at capture start (exact integer).
-        self.base_ns = best[1] - p_mid_ns
+        self.base_ns = unix_ns - perf_ns
         #: Offset to add to this rank's Unix clock to read rank 0's (µs).
         self.offset_us = 0.0
         self.sync_method = "none"
         #: ``ts`` 0 of the trace files (Unix ns, whole second): capture start until synced.
-        self.trace_base_ns = best[1] // NS_PER_S * NS_PER_S
+        self.trace_base_ns = unix_ns // NS_PER_S * NS_PER_S
 
     @property
     def base_us(self) -> float:
