@@ -66,6 +66,9 @@ takes none). Per row, the slowest rank's median host CPU and off-CPU time (the r
 step: collective waits and preemption) are printed beside the prediction's compute and
 exposed communication (rank 0's ``simulate`` breakdown), so that an error in the host
 costs and one in the collectives' prices, which can cancel in the step time, show apart.
+The off-CPU time splits further where Linux says (``/proc/thread-self/schedstat``): the
+part the compute thread was runnable but waiting for a core (preempted: the other rank,
+gloo's threads, other load) and the rest, blocked (waiting in a collective, sleeping).
 
 Memory: each process (the traced one too) runs through this file's ``--worker`` entry, which
 records RSS after the process group is up but *before the model is built* and the process's
@@ -215,6 +218,16 @@ def _warm_deepspeed(stage: int) -> None:
     del engine, tiny
 
 
+def runqueue_wait_s() -> float | None:
+    """Seconds the calling thread has spent runnable but waiting for a core (Linux
+    ``/proc/thread-self/schedstat``, its second field, in ns); None where it cannot be read."""
+    try:
+        with open("/proc/thread-self/schedstat") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def _worker(argv: list[str]) -> int:
     """``--worker OUT_DIR MODULE TRAIN_FLAGS...``: run MODULE's job (``examples.train`` or a
     ``benchmarks.workloads`` module: ``parse_flags``/``build_job``/``train``), write
@@ -240,15 +253,20 @@ def _worker(argv: list[str]) -> int:
     rss0 = psutil.Process().memory_info().rss
     job = build_job(cfg)
     cpu_s: list[float] = []
+    wait_s: list[float] = []
     step = job.step
 
     def timed_step(index: int) -> Any:
-        """The job's step, and the calling (compute) thread's CPU time in it."""
-        c0 = time.thread_time()
+        """The job's step, the calling (compute) thread's CPU time in it and its time
+        runnable but waiting for a core."""
+        c0, w0 = time.thread_time(), runqueue_wait_s()
         try:
             return step(index)
         finally:
             cpu_s.append(time.thread_time() - c0)
+            w1 = runqueue_wait_s()
+            if w0 is not None and w1 is not None:
+                wait_s.append(w1 - w0)
 
     job.step = timed_step
     try:
@@ -260,6 +278,7 @@ def _worker(argv: list[str]) -> int:
         out.mkdir(parents=True, exist_ok=True)
         (out / f"rank{rank}.json").write_text(json.dumps({
             "rank": rank, "step_s": job.step_s, "step_cpu_s": cpu_s,
+            "step_runqueue_s": wait_s,
             "rss_before_model_bytes": rss0,
             "peak_rss_bytes": peak, "peak_cuda_allocated_bytes": cuda_peak,
             "malloc": malloc_settings()}))
@@ -330,6 +349,17 @@ def _split_us(recs: list[dict[str, Any]], warmup: int) -> tuple[float, float] | 
     if not cpu:
         return None
     return statistics.median(cpu) * 1e6, statistics.median(off) * 1e6
+
+
+def _runqueue_us(recs: list[dict[str, Any]], warmup: int) -> float | None:
+    """Median over steps after ``warmup`` of the run-queue wait (µs: runnable, waiting for a
+    core) of each step's slowest rank's compute thread; None where a record has none."""
+    if not all(len(r.get("step_runqueue_s", ())) == len(r["step_s"]) for r in recs):
+        return None
+    n = min(len(r["step_s"]) for r in recs)
+    waits = [max(recs, key=lambda r: r["step_s"][i])["step_runqueue_s"][i]
+             for i in range(warmup, n)]
+    return statistics.median(waits) * 1e6 if waits else None
 
 
 def _iteration_us(recs: list[dict[str, Any]], warmup: int) -> float:
@@ -665,8 +695,11 @@ def run_benchmark(cases: tuple[Case, ...], *, reps: int, steps: int, warmup: int
                 split = _split_us(recs, warmup)
                 if split is not None and pred["breakdown"]:
                     b0 = pred["breakdown"][0]
+                    rq = _runqueue_us(recs, warmup)
                     row["split"] = {"measured_cpu_us": round(split[0], 1),
                                     "measured_off_cpu_us": round(split[1], 1),
+                                    "measured_runqueue_us": None if rq is None
+                                    else round(rq, 1),
                                     "predicted_compute_us": b0["compute_us"],
                                     "predicted_exposed_comm_us": b0["exposed_comm_us"]}
                 if pred_b is not None:
@@ -928,8 +961,9 @@ def _summarise(cases: tuple[Case, ...], raw: dict[str, list[dict[str, Any]]],
                        mem_error_pct=round(_err_pct(pm, mm), 2))
             splits = [r["split"] for r in ok if "split" in r]
             if splits and len(splits) == len(ok):
+                keys = [k for k in splits[0] if all(x.get(k) is not None for x in splits)]
                 row["split"] = {k: round(statistics.median(x[k] for x in splits), 1)
-                                for k in splits[0]}
+                                for k in keys}
         else:
             row["error"] = "; ".join(r.get("error", "") for r in raw[c.name]) or "no runs"
         rows.append(row)
@@ -1139,13 +1173,15 @@ def _split_lines(cases: list[dict[str, Any]]) -> list[str]:
              "CPU time and the rest of its step; predicted: rank 0's compute and exposed "
              "communication):", "",
              "| layout | model | measured CPU ms | predicted compute ms | CPU error % "
-             "| measured off-CPU ms | predicted exposed comm ms |",
-             "|---|---|---|---|---|---|---|"]
+             "| measured off-CPU ms | of it waiting for a core ms | predicted exposed comm ms |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         x = r["split"]
         cpu, comp = x["measured_cpu_us"], x["predicted_compute_us"]
+        rq = x.get("measured_runqueue_us")
         lines.append(f"| {r['layout']} | {r['model']} | {cpu / 1e3:.2f} | {comp / 1e3:.2f} | "
                      f"{_err_pct(comp, cpu):+.1f} | {x['measured_off_cpu_us'] / 1e3:.2f} | "
+                     f"{'-' if rq is None else f'{rq / 1e3:.2f}'} | "
                      f"{x['predicted_exposed_comm_us'] / 1e3:.2f} |")
     return lines
 

@@ -1,8 +1,7 @@
 """Does a multi-rank trace reproduce its own run? simulate at the traced layout vs the trace.
 
-For every layout (DDP, FSDP2, tensor and pipeline parallelism of the example GPT) and every
-repetition: run the real 2-process gloo job under torchrun with capture
-(``examples/train.py --layout L --capture``), then through the command line a user runs:
+For every case and every repetition: run the real 2-process gloo job under torchrun with
+capture, then through the command line a user runs:
 
 * ``python -m echo_sim collect TRACE --json``: the traced iteration time (median over the
   captured steps of the slowest rank) and the steps' spread (half their inter-quartile range
@@ -11,12 +10,19 @@ repetition: run the real 2-process gloo job under torchrun with capture
   again with ``--comm-profile FILE`` (default ``tests/data/comm/gloo2_calibrated.json``, or
   one measured by ``profile-comm`` when ``--measure-profile`` is given).
 
-Reported per layout: every repetition's error, the median error, the median spread and the
+Cases: ``ddp``, ``fsdp``, ``tp``, ``pp``: the example GPT under that layout
+(``examples/train.py --layout L --capture``); ``user-ddp``: a user's own DDP script nothing
+was tuned on (``benchmarks/workloads/user_ddp.py``: a ``TransformerEncoder`` language model,
+the loss outside any module); ``user-straggler``: the same with rank 0 doing extra work in
+every forward (``--straggle 120``), so that rank 1 waits for it in its gradient buckets.
+
+Reported per case: every repetition's error, the median error, the median spread and the
 1-minute load average before and after each repetition. An error no larger than the run's
 own spread is "within noise". Writes ``benchmarks/results/self_reproduction.json``.
 
     python -m benchmarks.self_reproduction [--reps 3] [--layouts ddp,fsdp,tp,pp]
         [--steps 12] [--comm-profile FILE | --measure-profile] [--output FILE]
+        (--layouts also takes user-ddp, user-straggler)
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from benchmarks.accuracy import half_iqr_pct  # noqa: E402
 REPO = Path(__file__).resolve().parent.parent
 PROFILE = REPO / "tests" / "data" / "comm" / "gloo2_calibrated.json"
 LAYOUTS = ("ddp", "fsdp", "tp", "pp")
+USER_CASES = {"user-ddp": (), "user-straggler": ("--straggle", "120")}
 
 __all__ = ["main", "run", "table"]
 
@@ -60,10 +67,15 @@ def _cli(*args: str) -> dict[str, Any]:
 
 def _trace(layout: str, out: Path, steps: int) -> None:
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
-           "--master_addr", "127.0.0.1", "--master_port", str(_free_port()),
-           "examples/train.py", "--layout", layout, "--model", "gpt", "--steps", str(steps),
-           "--capture", "--trace-dir", str(out), "--trace-start", "2",
-           "--trace-end", str(steps - 1)]
+           "--master_addr", "127.0.0.1", "--master_port", str(_free_port())]
+    if layout in USER_CASES:
+        cmd += ["benchmarks/workloads/user_ddp.py", "--steps", str(steps), "--trace-dir",
+                str(out), "--trace-start", "2", "--trace-end", str(steps - 1),
+                *USER_CASES[layout]]
+    else:
+        cmd += ["examples/train.py", "--layout", layout, "--model", "gpt", "--steps",
+                str(steps), "--capture", "--trace-dir", str(out), "--trace-start", "2",
+                "--trace-end", str(steps - 1)]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=REPO,
                           env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)})
     if done.returncode != 0:
@@ -126,7 +138,9 @@ def main(argv: list[str] | None = None) -> int:
                                  description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("--reps", type=int, default=3, help="repetitions (default 3)")
     ap.add_argument("--layouts", default=",".join(LAYOUTS),
-                    help=f"comma list of {', '.join(LAYOUTS)} (default all)")
+                    help=f"comma list of {', '.join(LAYOUTS)} (the example GPT) and "
+                         f"{', '.join(USER_CASES)} (a user's DDP script, with and without a "
+                         f"straggler rank); default: the four layouts")
     ap.add_argument("--steps", type=int, default=12,
                     help="optimizer steps per run; steps 2..steps-2 are traced (default 12)")
     ap.add_argument("--comm-profile", default=str(PROFILE),
@@ -137,9 +151,10 @@ def main(argv: list[str] | None = None) -> int:
                                             "self_reproduction.json"), help="result JSON")
     a = ap.parse_args(argv)
     layouts = tuple(x for x in a.layouts.split(",") if x)
-    bad = [x for x in layouts if x not in LAYOUTS]
+    bad = [x for x in layouts if x not in LAYOUTS and x not in USER_CASES]
     if bad or a.reps < 1 or a.steps < 6:
-        ap.error(f"--layouts from {', '.join(LAYOUTS)}; --reps >= 1; --steps >= 6")
+        ap.error(f"--layouts from {', '.join((*LAYOUTS, *USER_CASES))}; --reps >= 1; "
+                 "--steps >= 6")
     with tempfile.TemporaryDirectory(prefix="echo-selfrepro-") as tmp:
         profile = Path(a.comm_profile)
         if a.measure_profile:

@@ -32,6 +32,7 @@ from benchmarks.accuracy import (
     _err_pct,
     _launch,
     _predict,
+    _runqueue_us,
     _sim_flags,
     _simulate_argv,
     _split_us,
@@ -40,6 +41,7 @@ from benchmarks.accuracy import (
     main,
     median_ci,
     repredict,
+    runqueue_wait_s,
     table,
 )
 from echo_trace.meta import malloc_settings
@@ -435,7 +437,26 @@ def test_the_step_split_takes_the_slowest_rank_of_each_step() -> None:
                                         "predicted_compute_us": 30e3,
                                         "predicted_exposed_comm_us": 22e3}
     # host costs priced low, collectives high: the step error cancels, the split shows it
-    assert "| tp | bert | 34.00 | 30.00 | -11.8 | 16.00 | 22.00 |" in table(doc)
+    assert "| tp | bert | 34.00 | 30.00 | -11.8 | 16.00 | - | 22.00 |" in table(doc)
+    # with the run-queue wait of each step's slowest rank (after 1 warm-up: 1, 3, 2 ms)
+    for rec, w in zip(recs, ([0.0, 0.001, 0.003, 0.002], [0.0, 0.002, 0.0, 0.0]), strict=True):
+        rec["step_runqueue_s"] = w
+    assert _runqueue_us(recs, 1) == pytest.approx(2000.0)
+    assert _runqueue_us([{"step_s": [0.1]}], 0) is None
+    for rep, w in zip(reps, (1e3, 2e3, 4e3), strict=True):
+        rep["split"]["measured_runqueue_us"] = w
+    doc = _summarise((Case(layout="tp", size="bert"),), {"tp/bert": reps}, [], [0.5],
+                     steps=6, warmup=1, reps=3)
+    assert "| tp | bert | 34.00 | 30.00 | -11.8 | 16.00 | 2.00 | 22.00 |" in table(doc)
+
+
+def test_the_worker_reads_its_threads_run_queue_wait() -> None:
+    """Linux: the calling thread's schedstat wait (ns) as seconds, never decreasing."""
+    a = runqueue_wait_s()
+    if a is None:
+        pytest.skip("no /proc/thread-self/schedstat on this system")
+    b = runqueue_wait_s()
+    assert b is not None and 0.0 <= a <= b
 
 
 def test_table_of_an_older_document_without_loads_or_argv() -> None:

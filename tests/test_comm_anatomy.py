@@ -75,6 +75,40 @@ def test_golden_split_of_a_built_trace() -> None:
     assert json.loads(json.dumps(an.to_dict()))["collectives"][0]["instances"] == 4
 
 
+def test_a_collective_queued_behind_the_ranks_own_earlier_one_counts_from_its_turn() -> None:
+    """Rank 1 issues both buckets at 0 and 10 us; rank 0, the straggler, at 1000 and 1010.
+    Rank 1 waits ~1000 us in bucket 0, and its bucket 1 spans the same wait (queued behind
+    bucket 0): it counts from bucket 0's end, so the wait is paid once, not per bucket."""
+    b = TraceBuilder(source="straggler")
+    for rank in (0, 1):
+        b.add(rank=rank, name="STEP", cat=Cat.STEP, ts_us=0.0, dur_us=2000.0, step=0, tid=1)
+    for rank, seq, s, e in ((1, 0, 0, 1100), (1, 1, 10, 1200),
+                            (0, 0, 1000, 1100), (0, 1, 1010, 1200)):
+        b.add(rank=rank, name=f"Comm.bucket{seq}", cat=Cat.COMM, ts_us=float(s),
+              dur_us=float(e - s), step=0, tid=100, collective="all_reduce", nbytes=1000,
+              group_ranks=(0, 1), seq=seq)
+    from echo_sim.cost.trace_comm import queued_us, traced_comm_profile
+    from echo_sim.trace.model import RankInfo
+
+    b.ranks = {r: RankInfo(rank=r, world_size=2, local_rank=r, backend="gloo") for r in (0, 1)}
+    tr = b.build()
+
+    comm = tr.comm_rows()
+    q = dict(zip(((int(tr.events.rank[r]), int(tr.events.seq[r])) for r in comm),
+                 queued_us(tr, comm).tolist(), strict=True))
+    assert q == {(1, 0): 0.0, (1, 1): 1090.0, (0, 0): 0.0, (0, 1): 90.0}
+    (row,) = comm_anatomy(tr).rows
+    # bucket 0: wait 1000 / 0, transfer 100; bucket 1 from 1100 on both: transfer 100
+    assert row.wait_mean_us == pytest.approx(1000 / 4)
+    assert row.transfer_mean_us == pytest.approx(100.0)
+    assert row.queued_mean_us == pytest.approx((1090 + 90) / 4)
+    assert row.per_step_us == pytest.approx((1100 + 100 + 100 + 100) / 2)
+    # the profile a simulation prices them with: the median member's own time per bucket
+    prof = traced_comm_profile(tr)
+    assert prof is not None
+    assert prof.samples[("all_reduce", 2)] == [(1000, pytest.approx((600 + 100) / 2))]
+
+
 def test_a_member_done_before_the_last_arrived_is_counted_negative() -> None:
     b = TraceBuilder(source="skewed clocks")
     for rank, s in ((0, 0.0), (1, 500.0)):  # rank 1's clock runs 500 us ahead
@@ -122,7 +156,8 @@ def test_cli_table_json_and_errors(tmp_path: Path) -> None:
     assert "a typical member spends" in done.stdout and "transfer_median" in done.stdout
     got = json.loads(cli(str(REAL_DDP), "--json").stdout)
     assert got["collectives"] and set(got["per_step"]) == {"own_us", "wait_us",
-                                                           "transfer_us", "lag_us"}
+                                                           "transfer_us", "lag_us",
+                                                           "queued_us"}
     one = tmp_path / "one"
     (one / "0_0").mkdir(parents=True)
     for f in (REAL_DDP / "0_0").iterdir():

@@ -113,6 +113,25 @@ def test_recorded_ddp_run_reproduces_itself() -> None:
         assert got["iteration_time_us"] == pytest.approx(measured, rel=TOLERANCE), extra
 
 
+def test_the_stage_is_a_typical_rank_of_the_recorded_run() -> None:
+    """Each op's time is the median (for two ranks, the mean) over the stage's ranks; the
+    memory and parameters are the rank with the highest measured peak's."""
+    from echo_sim.workload.ops import extract_workload
+    from echo_sim.workload.traced import typical_rank_workload
+
+    trace = load_trace(REAL_DDP)
+    each = [extract_workload(trace, rank=r) for r in (0, 1)]
+    got = typical_rank_workload(trace, (0, 1))
+    assert [o.name for o in got.ops] == [o.name for o in each[0].ops]
+    for i, o in enumerate(got.ops):
+        assert o.dur_us == pytest.approx((each[0].ops[i].dur_us + each[1].ops[i].dur_us) / 2)
+        assert o.gap_us == pytest.approx((each[0].ops[i].gap_us + each[1].ops[i].gap_us) / 2)
+    top = max(each, key=lambda w: (w.peak_memory_bytes, -w.rank))
+    assert (got.rank, got.peak_memory_bytes) == (top.rank, top.peak_memory_bytes)
+    assert "median over 2 of the stage's 2 ranks" in got.pool_note
+    assert typical_rank_workload(trace, (1,)) == each[1]
+
+
 def test_fold_takes_a_pipeline_stages_interleaved_micro_batches() -> None:
     def op(name: str) -> dict:
         return {"name": name, "phase": name[0]}
@@ -251,3 +270,41 @@ def test_the_tensor_parallel_runs_collectives_add_up_to_collects_communication(
     assert all(r["negative"] == 0 for r in an["collectives"])
     assert an["per_step"]["own_us"] == pytest.approx(_json("collect", trace)["comm_us"],
                                                       rel=1e-6)
+
+
+# A user's DDP job (benchmarks/workloads/user_ddp.py) whose rank 0 does extra work in every
+# forward (a straggler): a synchronous job runs at the straggler's pace, so the traced step
+# is rank 0's compute plus the transfers, and rank 1 spends the difference waiting in its
+# collectives.
+USER_DDP = REPO / "benchmarks" / "workloads" / "user_ddp.py"
+
+
+@pytest.mark.slow
+@pytest.mark.serial
+def test_a_straggler_rank_is_neither_the_stage_nor_ignored(tmp_path: Path) -> None:
+    """Every rank's step lasts as long in a synchronous job (the fast ones wait), so which
+    rank has the longest step is chance; picking one rank to stand for the stage made this
+    job's prediction the straggler's compute plus half the wait (over) or the fast rank's
+    plus half the wait (under). A typical rank's compute (each op's median over the ranks)
+    plus the collectives as a typical member met them reproduces it."""
+    trace = tmp_path / "trace"
+    done = run_ranks([str(USER_DDP), "--trace-dir", str(trace), "--straggle", "120"],
+                     env={"OMP_NUM_THREADS": "1"}, timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    stat = _json("statistic", str(trace))
+    busy = {r["rank"]: r["fw_us"] + r["bw_us"] + r["update_us"] for r in stat["ranks"]}
+    assert busy[0] > 1.3 * busy[1], busy  # rank 0 is the straggler, by a wide margin
+    col = _json("collect", str(trace))
+    measured = col["iteration_time_us"]
+    steps = np.asarray([s["iteration_us"] for s in col["per_step"]])
+    q1, q3 = np.percentile(steps, [25, 75])
+    spread = (q3 - q1) / 2 / float(np.median(steps))
+    tol = max(TOLERANCE, spread) + 1.2533 * (2 * spread / 1.349) / np.sqrt(len(steps))
+    got = _json("simulate", str(trace))
+    assert got["layout"]["dp"] == 2
+    err = got["iteration_time_us"] / measured - 1
+    assert abs(err) <= tol, (f"simulated {got['iteration_time_us']:.0f} us vs traced "
+                             f"{measured:.0f} us ({100 * err:+.1f} %, tolerance "
+                             f"{100 * tol:.1f} %)")
+    assert any("a typical rank, each op's median over 2 of the stage's 2 ranks" in m
+               for m in got["models"])

@@ -1,13 +1,24 @@
-"""Where a collective's time goes: waiting for the last member, the transfer, returning late.
+"""Where a collective's time goes: queued behind the rank's own earlier collectives, waiting
+for the last member, the transfer, returning late.
 
 Each collective instance is matched across its members by (process group, ``seq``)
 (:func:`echo_sim.trace.graph.match_instances`; send/recv and instances with a member missing
-from the trace are left out). With member ``r``'s slice from ``s_r`` to ``e_r``::
+from the trace are left out). Member ``r``'s slice runs from ``s_r`` to ``e_r``; its
+collectives of the same group issued before it were in flight until ``busy_r``
+(:func:`echo_sim.cost.trace_comm.queued_us`), so it had the channel from
+``a_r = max(s_r, busy_r)``::
 
-    wait_r     = max_m s_m - s_r            member r waiting for the last one to arrive
-    transfer   = min_m e_m - max_m s_m      last arrival to the first member's completion
+    queued_r   = a_r - s_r                  behind the rank's own earlier collectives
+    wait_r     = max_m a_m - a_r            member r waiting for the last one to arrive
+    transfer   = min_m e_m - max_m a_m      last arrival to the first member's completion
     lag_r      = e_r - min_m e_m            member r returning after the first one did
-    own_r      = e_r - s_r = wait_r + transfer + lag_r
+    own_r      = e_r - a_r = wait_r + transfer + lag_r
+
+``queued`` is not in ``own``: it is time the rank's earlier collectives already hold (DDP's
+buckets issued back to back, or a fast rank's buckets all waiting for a straggler's), and
+counting it again would add one wait per bucket. (Until 2026-11-28 it was in ``own`` and
+``wait``: a 2-process DDP job with a straggler showed a typical member 59 ms a step in
+collectives, where its ranks' steps were 66 ms and their compute 58 and 8 ms.)
 
 ``own`` is what the collective costs member ``r``. Averaged over members it is what a
 synchronous job pays per collective: for two ranks, the transfer plus half the arrival gap
@@ -34,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from echo_sim.cost.comm_profile import STALL_US
+from echo_sim.cost.trace_comm import queued_us
 from echo_sim.errors import EchoError
 from echo_sim.trace.graph import match_instances
 from echo_sim.trace.model import COLLECTIVES, Trace
@@ -59,6 +71,7 @@ class CollectiveAnatomy:
     per_step_us: float  # Σ own / members / steps: what a typical member pays per step
     negative: int  # instances whose transfer is < 0
     stalled: float = 0.0  # fraction of instances with transfer >= median + STALL_US
+    queued_mean_us: float = 0.0  # behind the rank's own earlier collectives; not in own
 
 
 @dataclass(frozen=True)
@@ -70,10 +83,13 @@ class CommAnatomy:
 
     @property
     def total(self) -> dict[str, float]:
-        """Per step, summed over every row: own, wait, transfer and lag (µs)."""
-        out = {"own_us": 0.0, "wait_us": 0.0, "transfer_us": 0.0, "lag_us": 0.0}
+        """Per step, summed over every row: own, wait, transfer and lag, and the queueing
+        left out of own (µs)."""
+        out = {"own_us": 0.0, "wait_us": 0.0, "transfer_us": 0.0, "lag_us": 0.0,
+               "queued_us": 0.0}
         for r in self.rows:
             k = r.per_step
+            out["queued_us"] += r.queued_mean_us * k
             out["own_us"] += r.own_mean_us * k
             out["wait_us"] += r.wait_mean_us * k
             out["transfer_us"] += r.transfer_mean_us * k
@@ -103,7 +119,8 @@ def comm_anatomy(trace: Trace) -> CommAnatomy:
         raise EchoError(f"{trace.source or 'trace'}: no collective with every member traced")
     _, inst = np.unique(inst, return_inverse=True)
     n = int(inst.max()) + 1
-    s, e = ev.ts_us[rows], ev.ts_us[rows] + ev.dur_us[rows]
+    queued = queued_us(trace, rows)
+    s, e = ev.ts_us[rows] + queued, ev.ts_us[rows] + ev.dur_us[rows]
     s_max, e_min = np.full(n, -np.inf), np.full(n, np.inf)
     np.maximum.at(s_max, inst, s)
     np.minimum.at(e_min, inst, e)
@@ -131,6 +148,7 @@ def comm_anatomy(trace: Trace) -> CommAnatomy:
             transfer_median_us=float(np.median(t)),
             transfer_p90_us=float(np.percentile(t, 90)), lag_mean_us=float(np.mean(lag[sel])),
             per_step_us=own * len(ids) / steps, negative=int(np.sum(t < 0)),
-            stalled=float(np.mean(t >= np.median(t) + STALL_US))))
+            stalled=float(np.mean(t >= np.median(t) + STALL_US)),
+            queued_mean_us=float(np.mean(queued[sel]))))
     out.sort(key=lambda r: (-r.per_step_us, r.collective, r.nbytes))
     return CommAnatomy(steps=steps, rows=out)

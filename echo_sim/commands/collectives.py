@@ -16,10 +16,13 @@ Where each collective's time goes across its members: waiting for the last membe
 arrive, the transfer after it, and returning after the first member finished.
 
 Collectives are matched across ranks by (process group, sequence number); send/recv and
-collectives with a member missing from the trace are left out. For member r of one
-collective: wait = last arrival - r's arrival; transfer = first completion - last arrival;
-lag = r's completion - first completion; own = wait + transfer + lag, what the collective
-cost r. Per (collective, group size, bytes): instances per step, the mean own / wait / lag
+collectives with a member missing from the trace are left out. A member arrives when it
+issues the collective or, if its own earlier collectives of the group were still in flight,
+when they ended (the time before is "queued": DDP's buckets issued back to back, or a fast
+rank's buckets all waiting for a straggler's; it belongs to those earlier ones and is not
+counted again). For member r of one collective: wait = last arrival - r's arrival;
+transfer = first completion - last arrival; lag = r's completion - first completion;
+own = wait + transfer + lag, what the collective cost r. Per (collective, group size, bytes): instances per step, the mean own / wait / lag
 over members and instances, the transfer's mean, median and 90th percentile, and the cost
 per step (what a typical member pays). A transfer mean far above its median is a
 heavy tail: some instances stall (a descheduled thread or a virtual CPU woken late), and a
@@ -34,7 +37,9 @@ def render(an: CommAnatomy, *, head: int | None) -> str:
     tot = an.total
     lines = [f"per step ({an.steps} steps), a typical member spends {fmt_us(tot['own_us'])} us "
              f"in collectives: waiting {fmt_us(tot['wait_us'])}, transfer "
-             f"{fmt_us(tot['transfer_us'])}, returning late {fmt_us(tot['lag_us'])}"]
+             f"{fmt_us(tot['transfer_us'])}, returning late {fmt_us(tot['lag_us'])}"
+             + (f" (and {fmt_us(tot['queued_us'])} queued behind its own earlier ones, "
+                "not counted again)" if tot["queued_us"] > 0 else "")]
     rows = an.rows if head is None else an.rows[:head]
     lines.append(format_table(
         ["collective", "group", "bytes", "per_step", "own_us", "wait_us", "transfer_mean",

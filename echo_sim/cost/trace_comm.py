@@ -7,11 +7,16 @@ behind each other's buckets. Where the trace holds several ranks, each collectiv
 (matched across ranks by :func:`echo_sim.trace.graph.match_instances`) says what it cost
 there::
 
-    time_us = median over members r of (end_r - start_r)
+    time_us = median over members r of (end_r - max(start_r, busy_r))
 
-i.e. what the collective cost a typical member, arrival to completion: the slowdown by
-concurrent compute, the queueing behind the rank's earlier collectives and the wait for
-the later members are all kept. The wait is rank skew: the simulator runs one
+where ``busy_r`` is when the rank's earlier collectives of the same group (still in flight
+when this one was issued) ended: what the collective cost a typical member from its
+arrival, or from when its channel came free, to completion. The slowdown by concurrent
+compute and the wait for the later members are kept; the queueing behind the rank's own
+earlier collectives is not, because the simulator queues a group's collectives on one
+channel itself. (Until 2026-11-28 it was kept, and counted twice: a 2-process DDP job with a
+straggler rank, whose fast rank issued both buckets early and waited in both at once, came
+out +41 %.) The wait is rank skew: the simulator runs one
 representative rank whose compute is a typical rank's, while a synchronisation ends when the
 slowest member arrives; for two members the median wait is half their arrival gap, which is
 the expected gap between the slower and the typical one (E[max(X0, X1)] - E[X] =
@@ -44,10 +49,37 @@ from echo_sim.cost.comm_profile import CommProfile
 from echo_sim.trace.graph import match_instances
 from echo_sim.trace.model import COLLECTIVES, Trace
 
-__all__ = ["REACH", "TracedFirst", "traced_comm_profile"]
+__all__ = ["REACH", "TracedFirst", "queued_us", "traced_comm_profile"]
 
 REACH = 2.0  # sizes within [smallest / REACH, largest · REACH] of the traced ones are covered
 _SEND, _RECV = COLLECTIVES.index("send"), COLLECTIVES.index("recv")
+
+
+def queued_us(trace: Trace, comm: np.ndarray) -> np.ndarray:
+    """Per row of ``comm`` (Comm rows), the µs of its own span (``dur_us`` at most) that the
+    same rank's collectives of the same group issued before it were still in flight: the
+    time it queued behind them on that rank. 0 for send/recv and ungrouped rows."""
+    ev = trace.events
+    out = np.zeros(comm.shape[0], dtype=np.float64)
+    if comm.size == 0:
+        return out
+    coll = ev.coll[comm]
+    grp = ev.group[comm].astype(np.int64)
+    ok = (grp >= 0) & (coll >= 0) & (coll != _SEND) & (coll != _RECV)
+    idx = np.flatnonzero(ok)
+    if idx.size == 0:
+        return out
+    rank = ev.rank[comm][idx].astype(np.int64)
+    start = ev.ts_us[comm][idx]
+    dur = ev.dur_us[comm][idx]
+    order = np.lexsort((start, grp[idx], rank))  # by rank, group, then issue time
+    key = np.stack([rank[order], grp[idx][order]], axis=1)
+    cut = np.flatnonzero(np.any(key[1:] != key[:-1], axis=1)) + 1
+    for part in np.split(order, cut):
+        ends = start[part] + dur[part]
+        busy = np.concatenate(([-np.inf], np.maximum.accumulate(ends)[:-1]))
+        out[idx[part]] = np.clip(busy - start[part], 0.0, dur[part])
+    return out
 
 
 def traced_comm_profile(trace: Trace) -> CommProfile | None:
@@ -60,6 +92,7 @@ def traced_comm_profile(trace: Trace) -> CommProfile | None:
         return None
     inst, is_p2p, complete = match_instances(trace, comm)
     start, end = ev.ts_us[comm], ev.ts_us[comm] + ev.dur_us[comm]
+    own = ev.dur_us[comm] - queued_us(trace, comm)
     samples: dict[tuple[str, int], dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
     per_step: dict[int, float] = defaultdict(float)
     order = np.argsort(inst, kind="stable")
@@ -83,8 +116,8 @@ def traced_comm_profile(trace: Trace) -> CommProfile | None:
             op = COLLECTIVES[c]
             g = int(ev.group[rows[0]])
             n = len(trace.groups[g]) if g >= 0 else part.size
-            t = float(np.median(ev.dur_us[rows]))  # own durations: exact, no ts rounding
-        if t > 0:
+            t = float(np.median(own[part]))  # own durations: exact, no ts rounding
+        if t > 0 or (t == 0 and not is_p2p[i]):  # 0: hidden under the rank's earlier ones
             samples[(op, n)][int(ev.nbytes[rows[0]])].append(t)
             per_step[int(ev.step[rows[0]])] += t
     if not samples:

@@ -1,0 +1,89 @@
+"""A user's own DDP training script, written the way a user writes one (not ``examples/``):
+``torch.nn.TransformerEncoder`` language model, plain ``DistributedDataParallel``, the loss
+outside any module, traced with ``echo_trace.capture``. Nothing in echo was tuned on it.
+
+``--straggle N`` gives rank 0 a module that does ``N`` extra 192 x 192 matrix products in
+its forward (rank 0 only): a straggler, which every other rank waits for in its gradient
+buckets. Run under torchrun (gloo on CPU)::
+
+    OMP_NUM_THREADS=1 torchrun --nproc_per_node 2 benchmarks/workloads/user_ddp.py \\
+        --trace-dir out [--steps 17] [--straggle 120]
+
+Used by ``benchmarks/self_reproduction.py`` (cases ``user-ddp``, ``user-straggler``) and
+``tests/test_self_reproduction.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+__all__ = ["main"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    ap.add_argument("--trace-dir", required=True, help="echo_trace output directory")
+    ap.add_argument("--steps", type=int, default=17, help="optimizer steps (default 17)")
+    ap.add_argument("--trace-start", type=int, default=2,
+                    help="first traced step (default 2)")
+    ap.add_argument("--trace-end", type=int, default=None,
+                    help="first step not traced (default: steps - 1)")
+    ap.add_argument("--layers", type=int, default=2, help="encoder layers (default 2)")
+    ap.add_argument("--d-model", type=int, default=128, help="model width (default 128)")
+    ap.add_argument("--batch", type=int, default=8, help="sequences per step (default 8)")
+    ap.add_argument("--seq", type=int, default=64, help="tokens per sequence (default 64)")
+    ap.add_argument("--straggle", type=int, default=0,
+                    help="extra 192 x 192 matrix products in rank 0's forward (default 0)")
+    a = ap.parse_args(argv)
+
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    import echo_trace
+
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+
+    class Straggle(torch.nn.Module):
+        """``reps`` extra matrix products (no parameters, nothing for backward)."""
+
+        def __init__(self, reps: int) -> None:
+            super().__init__()
+            self.reps = reps
+            self.register_buffer("w", torch.randn(192, 192) / 192**0.5, persistent=False)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            y = self.w
+            for _ in range(self.reps):
+                y = torch.tanh(y @ self.w)
+            return x + 0 * y.sum()
+
+    vocab = 1000
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(a.d_model, nhead=4, dim_feedforward=4 * a.d_model,
+                                             batch_first=True)
+    model = torch.nn.Sequential(
+        torch.nn.Embedding(vocab, a.d_model),
+        torch.nn.TransformerEncoder(layer, a.layers, enable_nested_tensor=False),
+        Straggle(a.straggle if rank == 0 else 0),
+        torch.nn.Linear(a.d_model, vocab))
+    ddp = DDP(model, broadcast_buffers=False)
+    opt = torch.optim.AdamW(ddp.parameters(), lr=1e-3)
+    end = a.trace_end if a.trace_end is not None else a.steps - 1
+    gen = torch.Generator().manual_seed(rank)
+    with echo_trace.capture(out_dir=a.trace_dir, start_step=a.trace_start, end_step=end):
+        for _ in range(a.steps):
+            x = torch.randint(0, vocab, (a.batch, a.seq), generator=gen)
+            logits = ddp(x)
+            loss = torch.nn.functional.cross_entropy(logits.reshape(-1, vocab), x.reshape(-1))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
