@@ -132,6 +132,32 @@ def test_the_stage_is_a_typical_rank_of_the_recorded_run() -> None:
     assert typical_rank_workload(trace, (1,)) == each[1]
 
 
+def test_a_rank_without_compute_events_is_left_out_of_the_typical_rank() -> None:
+    """Rank 1's FW/BW events dropped (a rank whose module hooks never fired): the stage
+    stands on rank 0 alone and says so; with no rank left, the first rank's error."""
+    from echo_sim.errors import TraceFormatError
+    from echo_sim.trace.model import Trace
+    from echo_sim.workload.ops import extract_workload
+    from echo_sim.workload.traced import typical_rank_workload
+
+    trace = load_trace(REAL_DDP)
+    ev = trace.events
+
+    def without(ranks: tuple[int, ...]) -> Trace:
+        keep = np.flatnonzero(~(np.isin(ev.rank, ranks) & np.isin(ev.cat, [Cat.FW, Cat.BW])))
+        return Trace(events=ev.take(keep), names=trace.names, ranks=trace.ranks,
+                     steps=trace.steps, groups=trace.groups, kinds=trace.kinds)
+
+    one = without((1,))
+    got = typical_rank_workload(one, (0, 1))
+    alone = extract_workload(one, rank=0)
+    assert [o.dur_us for o in got.ops] == pytest.approx([o.dur_us for o in alone.ops])
+    assert "median over 1 of the stage's 2 ranks" in got.pool_note
+    assert "rank(s) 1 ran other ops or none and are left out" in got.pool_note
+    with pytest.raises(TraceFormatError, match="rank 0 needs both FW and BW events"):
+        typical_rank_workload(without((0, 1)), (0, 1))
+
+
 def test_fold_takes_a_pipeline_stages_interleaved_micro_batches() -> None:
     def op(name: str) -> dict:
         return {"name": name, "phase": name[0]}

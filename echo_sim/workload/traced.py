@@ -36,6 +36,7 @@ from dataclasses import replace
 import numpy as np
 
 from echo_sim.cost.trace_comm import traced_comm_profile
+from echo_sim.errors import TraceFormatError
 from echo_sim.trace.model import COLLECTIVES, Cat, Trace
 from echo_sim.workload.ops import Workload, extract_workload
 from echo_sim.workload.stages import join_stages
@@ -62,16 +63,26 @@ def typical_rank_workload(trace: Trace, ranks: Sequence[int]) -> Workload:
     ranks (at most :data:`MAX_TYPICAL_RANKS` of them), as are ``step_time_us``, ``pre_us``
     and ``post_us``; everything else is the rank with the highest measured peak memory (the
     one that runs out first; ties: the lowest). A rank whose op sequence differs from that
-    rank's is left out (its ops cannot be paired); the workload's ``pool_note`` says how many
-    ranks the times come from."""
+    rank's, or that has no complete step, is left out (its ops cannot be paired); the
+    workload's ``pool_note`` says how many ranks the times come from. Raises the first
+    rank's :class:`TraceFormatError` when no rank of the stage can be read."""
     picked = _spaced(ranks, MAX_TYPICAL_RANKS)
-    each = [extract_workload(trace, rank=r) for r in picked]
-    if len(each) == 1:
-        return each[0]
+    if len(picked) == 1:
+        return extract_workload(trace, rank=picked[0])
+    each: list[Workload] = []
+    failed: list[tuple[int, TraceFormatError]] = []
+    for r in picked:
+        try:
+            each.append(extract_workload(trace, rank=r))
+        except TraceFormatError as e:  # a rank with no complete step: the others stand
+            failed.append((r, e))
+    if not each:
+        raise failed[0][1]
     base = max(each, key=lambda w: (w.peak_memory_bytes, -w.rank))
     names = [o.name for o in base.ops]
     same = [w for w in each if [o.name for o in w.ops] == names]
-    left_out = sorted({w.rank for w in each} - {w.rank for w in same})
+    left_out = sorted(({w.rank for w in each} - {w.rank for w in same})
+                      | {r for r, _ in failed})
     dur = np.median([[o.dur_us for o in w.ops] for w in same], axis=0)
     gap = np.median([[o.gap_us for o in w.ops] for w in same], axis=0)
     ops = tuple(replace(o, dur_us=float(d), gap_us=float(g))
@@ -81,8 +92,8 @@ def typical_rank_workload(trace: Trace, ranks: Sequence[int]) -> Workload:
     note = (f"compute: a typical rank, each op's median over {len(same)} of the stage's "
             f"{len(ranks)} ranks (their ops {' / '.join(f'{b:.1f}' for b in busy[:8])}"
             f"{' / ...' if len(busy) > 8 else ''} ms a step)"
-            + (f"; rank(s) {', '.join(map(str, left_out))} ran other ops and are left out"
-               if left_out else "")
+            + (f"; rank(s) {', '.join(map(str, left_out))} ran other ops or none and are "
+               "left out" if left_out else "")
             + f"; memory and parameters: rank {base.rank}'s (the highest peak)")
     return replace(
         base, ops=ops, step_time_us=float(np.median(steps)),
