@@ -314,12 +314,12 @@ def test_a_straggler_rank_is_neither_the_stage_nor_ignored(tmp_path: Path) -> No
     plus half the wait (under). A typical rank's compute (each op's median over the ranks)
     plus the collectives as a typical member met them reproduces it."""
     trace = tmp_path / "trace"
-    done = run_ranks([str(USER_DDP), "--trace-dir", str(trace), "--straggle", "120"],
+    done = run_ranks([str(USER_DDP), "--trace-dir", str(trace), "--straggle", "200"],
                      env={"OMP_NUM_THREADS": "1"}, timeout=300, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     stat = _json("statistic", str(trace))
     busy = {r["rank"]: r["fw_us"] + r["bw_us"] + r["update_us"] for r in stat["ranks"]}
-    assert busy[0] > 1.3 * busy[1], busy  # rank 0 is the straggler, by a wide margin
+    assert busy[0] > 1.6 * busy[1], busy  # rank 0 is the straggler, by a wide margin
     col = _json("collect", str(trace))
     measured = col["iteration_time_us"]
     steps = np.asarray([s["iteration_us"] for s in col["per_step"]])
@@ -334,3 +334,8 @@ def test_a_straggler_rank_is_neither_the_stage_nor_ignored(tmp_path: Path) -> No
                              f"{100 * tol:.1f} %)")
     assert any("a typical rank, each op's median over 2 of the stage's 2 ranks" in m
                for m in got["models"])
+    assert not any("straggler" in w for w in got["warnings"])
+    # another layout is priced at the typical rank's compute: the straggler is named
+    other = _json("simulate", str(trace), "--dp", "4")
+    assert any(w.startswith("traced rank 0's ops took") and "straggler" in w
+               for w in other["warnings"]), other["warnings"]

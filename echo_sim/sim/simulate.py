@@ -312,6 +312,8 @@ def simulate(trace: Trace | Workload, config: SimConfig, *, comm: Any = None,
     same = tl is not None and tl.parallel and _same_layout(config, tl)
     comm, profile = _comm_model(config, cluster, comm, notes,
                                 workload.traced_comm if traced_hw and same else None)
+    if not same:
+        _straggler_warning(workload, notes)
     is_cpu = cluster.gpu.name == "cpu"
     # host calibration applies to a CPU target from a CPU profile only, and not to the
     # layout the trace was taken at on its own host: its op times already hold those costs
@@ -515,6 +517,29 @@ def _faults_note(workload: Workload) -> str:
                else "not recorded")
     return (f"traced process: {workload.minor_faults_per_step:,.0f} minor page faults per step "
             f"(median; fresh pages its op times include); malloc: {setting}")
+
+
+STRAGGLER_RATIO = 1.2
+"""A traced rank whose ops took this many times the stage's median or more is named as a
+straggler when another layout is simulated (two ranks of one job on a shared 2-core host
+were up to ~10 % apart in compute, README "Off-CPU time, split")."""
+
+
+def _straggler_warning(workload: Workload, notes: _Notes) -> None:
+    """At a layout other than the traced one the trace's own collectives (which carry the
+    wait for a straggler) are not used: say so when the traced ranks' compute differed."""
+    busy = dict(workload.rank_busy_us)
+    if len(busy) < 2:
+        return
+    med = float(np.median(list(busy.values())))
+    slow = max(busy, key=lambda r: busy[r])
+    if med > 0 and busy[slow] >= STRAGGLER_RATIO * med:
+        notes.warnings.append(
+            f"traced rank {slow}'s ops took {busy[slow] / med:.2f}x a typical rank's "
+            f"({busy[slow] / 1e3:.1f} against {med / 1e3:.1f} ms a step, the median over "
+            f"the stage's {len(busy)} ranks read): this layout is "
+            "priced at a typical rank's compute; a straggler that persists would set every "
+            "rank's pace here too (simulate the traced layout to see its cost as measured)")
 
 
 def _op_times(config: SimConfig, workload: Workload, others: list[Workload], mb: int,

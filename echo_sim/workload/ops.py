@@ -203,7 +203,11 @@ class Workload:
     meta: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     tp_note: str = ""  # one line: where the tensor-parallel roles came from, what is unplaced
     # one line when the op times are the median of several traces (echo_sim.workload.pool)
+    # or of a stage's ranks (echo_sim.workload.traced.typical_rank_workload)
     pool_note: str = ""
+    # a multi-rank trace: (rank, its ops' µs per step) of the ranks the op times are the
+    # median of, so that simulate can say when one was a straggler
+    rank_busy_us: tuple[tuple[int, float], ...] = field(default=(), compare=False)
     # a pipeline-parallel trace's stages: the units (forward order) each traced stage ran
     # (echo_sim.workload.stages.join_stages); empty for a one-stage trace
     traced_stages: tuple[tuple[str, ...], ...] = ()

@@ -99,7 +99,8 @@ def typical_rank_workload(trace: Trace, ranks: Sequence[int]) -> Workload:
         base, ops=ops, step_time_us=float(np.median(steps)),
         pre_us=float(np.median([w.pre_us for w in same])),
         post_us=float(np.median([w.post_us for w in same])),
-        pool_note=note)
+        pool_note=note, rank_busy_us=tuple((w.rank, b * 1e3) for w, b in zip(same, busy,
+                                                                              strict=True)))
 
 
 def _tp_all_reduces(trace: Trace, rank: int, tp: int) -> float:
