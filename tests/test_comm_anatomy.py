@@ -15,7 +15,7 @@ import pytest
 from echo_sim.analysis.comm_anatomy import comm_anatomy
 from echo_sim.errors import EchoError
 from echo_sim.load import load_trace
-from echo_sim.trace.model import Cat, Trace, TraceBuilder
+from echo_sim.trace.model import COLLECTIVES, Cat, Trace, TraceBuilder
 
 REPO = Path(__file__).resolve().parent.parent
 REAL_DDP = REPO / "tests" / "data" / "load" / "echo_real_ddp"
@@ -97,6 +97,15 @@ def test_a_collective_queued_behind_the_ranks_own_earlier_one_counts_from_its_tu
     q = dict(zip(((int(tr.events.rank[r]), int(tr.events.seq[r])) for r in comm),
                  queued_us(tr, comm).tolist(), strict=True))
     assert q == {(1, 0): 0.0, (1, 1): 1090.0, (0, 0): 0.0, (0, 1): 90.0}
+    # a collective of another kind on the same group is not queued behind them: the
+    # simulator runs FSDP's all-gathers and reduce-scatters on channels of their own
+    b.add(rank=1, name="Comm.ag", cat=Cat.COMM, ts_us=20.0, dur_us=1200.0, step=0, tid=100,
+          collective="all_gather", nbytes=64, group_ranks=(0, 1), seq=2)
+    mixed = b.build()
+    rows = mixed.comm_rows()
+    ag = [i for i, r in enumerate(rows) if mixed.events.coll[r] == COLLECTIVES.index(
+        "all_gather")]
+    assert queued_us(mixed, rows)[ag].tolist() == [0.0]
     (row,) = comm_anatomy(tr).rows
     # bucket 0: wait 1000 / 0, transfer 100; bucket 1 from 1100 on both: transfer 100
     assert row.wait_mean_us == pytest.approx(1000 / 4)

@@ -4,7 +4,7 @@ for the last member, the transfer, returning late.
 Each collective instance is matched across its members by (process group, ``seq``)
 (:func:`echo_sim.trace.graph.match_instances`; send/recv and instances with a member missing
 from the trace are left out). Member ``r``'s slice runs from ``s_r`` to ``e_r``; its
-collectives of the same group issued before it were in flight until ``busy_r``
+collectives of the same group and kind issued before it were in flight until ``busy_r``
 (:func:`echo_sim.cost.trace_comm.queued_us`), so it had the channel from
 ``a_r = max(s_r, busy_r)``::
 

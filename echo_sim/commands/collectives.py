@@ -17,10 +17,10 @@ arrive, the transfer after it, and returning after the first member finished.
 
 Collectives are matched across ranks by (process group, sequence number); send/recv and
 collectives with a member missing from the trace are left out. A member arrives when it
-issues the collective or, if its own earlier collectives of the group were still in flight,
-when they ended (the time before is "queued": DDP's buckets issued back to back, or a fast
-rank's buckets all waiting for a straggler's; it belongs to those earlier ones and is not
-counted again). For member r of one collective: wait = last arrival - r's arrival;
+issues the collective or, if its own earlier collectives of the group and kind were still
+in flight, when they ended (the time before is "queued": DDP's buckets issued back to back,
+or a fast rank's buckets all waiting for a straggler's; it belongs to those earlier ones
+and is not counted again). For member r of one collective: wait = last arrival - r's arrival;
 transfer = first completion - last arrival; lag = r's completion - first completion;
 own = wait + transfer + lag, what the collective cost r. Per (collective, group size, bytes): instances per step, the mean own / wait / lag
 over members and instances, the transfer's mean, median and 90th percentile, and the cost

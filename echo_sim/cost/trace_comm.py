@@ -9,8 +9,8 @@ there::
 
     time_us = median over members r of (end_r - max(start_r, busy_r))
 
-where ``busy_r`` is when the rank's earlier collectives of the same group (still in flight
-when this one was issued) ended: what the collective cost a typical member from its
+where ``busy_r`` is when the rank's earlier collectives of the same group and kind (still in
+flight when this one was issued) ended: what the collective cost a typical member from its
 arrival, or from when its channel came free, to completion. The slowdown by concurrent
 compute and the wait for the later members are kept; the queueing behind the rank's own
 earlier collectives is not, because the simulator queues a group's collectives on one
@@ -57,8 +57,12 @@ _SEND, _RECV = COLLECTIVES.index("send"), COLLECTIVES.index("recv")
 
 def queued_us(trace: Trace, comm: np.ndarray) -> np.ndarray:
     """Per row of ``comm`` (Comm rows), the µs of its own span (``dur_us`` at most) that the
-    same rank's collectives of the same group issued before it were still in flight: the
-    time it queued behind them on that rank. 0 for send/recv and ungrouped rows."""
+    same rank's collectives of the same group and kind (all-reduce, all-gather, ...) issued
+    before it were still in flight: the time it queued behind them on that rank, as the
+    simulator queues them on one channel (DDP's buckets on ``comm_dp``, FSDP's all-gathers
+    on ``comm_ag`` apart from its reduce-scatters; :mod:`echo_sim.workload.build`). Waiting
+    behind a collective of another kind stays in its time: the simulator would run those
+    side by side. 0 for send/recv and ungrouped rows."""
     ev = trace.events
     out = np.zeros(comm.shape[0], dtype=np.float64)
     if comm.size == 0:
@@ -72,8 +76,9 @@ def queued_us(trace: Trace, comm: np.ndarray) -> np.ndarray:
     rank = ev.rank[comm][idx].astype(np.int64)
     start = ev.ts_us[comm][idx]
     dur = ev.dur_us[comm][idx]
-    order = np.lexsort((start, grp[idx], rank))  # by rank, group, then issue time
-    key = np.stack([rank[order], grp[idx][order]], axis=1)
+    kind = coll[idx].astype(np.int64)
+    order = np.lexsort((start, kind, grp[idx], rank))  # by rank, group, kind, issue time
+    key = np.stack([rank[order], grp[idx][order], kind[order]], axis=1)
     cut = np.flatnonzero(np.any(key[1:] != key[:-1], axis=1)) + 1
     for part in np.split(order, cut):
         ends = start[part] + dur[part]
