@@ -11,10 +11,13 @@ capture, then through the command line a user runs:
   one measured by ``profile-comm`` when ``--measure-profile`` is given).
 
 Cases: ``ddp``, ``fsdp``, ``tp``, ``pp``: the example GPT under that layout
-(``examples/train.py --layout L --capture``); ``user-ddp``: a user's own DDP script nothing
-was tuned on (``benchmarks/workloads/user_ddp.py``: a ``TransformerEncoder`` language model,
-the loss outside any module); ``user-straggler``: the same with rank 0 doing extra work in
-every forward (``--straggle 120``), so that rank 1 waits for it in its gradient buckets.
+(``examples/train.py --layout L --capture``); ``user-*``: a user's own script nothing was
+tuned on (``benchmarks/workloads/user_job.py``: a ``TransformerEncoder`` language model, the
+loss outside any module) under DDP (``user-ddp``), with rank 0 doing extra work in every
+forward (``user-straggler``, ``--straggle 120``: rank 1 waits for it in its gradient
+buckets), under FSDP2 (``user-fsdp``), with 2 micro-batches a step (``user-accum``), a
+5 ms host wait before each (``user-loader``), bf16 autocast (``user-bf16``) and gradient
+clipping (``user-clip``).
 
 Reported per case: every repetition's error, the median error, the median spread and the
 1-minute load average before and after each repetition. An error no larger than the run's
@@ -22,7 +25,7 @@ own spread is "within noise". Writes ``benchmarks/results/self_reproduction.json
 
     python -m benchmarks.self_reproduction [--reps 3] [--layouts ddp,fsdp,tp,pp]
         [--steps 12] [--comm-profile FILE | --measure-profile] [--output FILE]
-        (--layouts also takes user-ddp, user-straggler)
+        (--layouts also takes the user-* cases below)
 """
 
 from __future__ import annotations
@@ -45,7 +48,10 @@ from benchmarks.accuracy import half_iqr_pct  # noqa: E402
 REPO = Path(__file__).resolve().parent.parent
 PROFILE = REPO / "tests" / "data" / "comm" / "gloo2_calibrated.json"
 LAYOUTS = ("ddp", "fsdp", "tp", "pp")
-USER_CASES = {"user-ddp": (), "user-straggler": ("--straggle", "120")}
+USER_CASES = {"user-ddp": (), "user-straggler": ("--straggle", "120"),
+              "user-fsdp": ("--fsdp",), "user-accum": ("--accum", "2"),
+              "user-loader": ("--sleep-ms", "5"), "user-bf16": ("--autocast",),
+              "user-clip": ("--clip",)}
 
 __all__ = ["main", "run", "table"]
 
@@ -69,7 +75,7 @@ def _trace(layout: str, out: Path, steps: int) -> None:
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
            "--master_addr", "127.0.0.1", "--master_port", str(_free_port())]
     if layout in USER_CASES:
-        cmd += ["benchmarks/workloads/user_ddp.py", "--steps", str(steps), "--trace-dir",
+        cmd += ["benchmarks/workloads/user_job.py", "--steps", str(steps), "--trace-dir",
                 str(out), "--trace-start", "2", "--trace-end", str(steps - 1),
                 *USER_CASES[layout]]
     else:
@@ -139,8 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=3, help="repetitions (default 3)")
     ap.add_argument("--layouts", default=",".join(LAYOUTS),
                     help=f"comma list of {', '.join(LAYOUTS)} (the example GPT) and "
-                         f"{', '.join(USER_CASES)} (a user's DDP script, with and without a "
-                         f"straggler rank); default: the four layouts")
+                         f"{', '.join(USER_CASES)} (a user's own script: module doc); "
+                         "default: the four layouts")
     ap.add_argument("--steps", type=int, default=12,
                     help="optimizer steps per run; steps 2..steps-2 are traced (default 12)")
     ap.add_argument("--comm-profile", default=str(PROFILE),

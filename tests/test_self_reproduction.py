@@ -298,11 +298,11 @@ def test_the_tensor_parallel_runs_collectives_add_up_to_collects_communication(
                                                       rel=1e-6)
 
 
-# A user's DDP job (benchmarks/workloads/user_ddp.py) whose rank 0 does extra work in every
+# A user's DDP job (benchmarks/workloads/user_job.py) whose rank 0 does extra work in every
 # forward (a straggler): a synchronous job runs at the straggler's pace, so the traced step
 # is rank 0's compute plus the transfers, and rank 1 spends the difference waiting in its
 # collectives.
-USER_DDP = REPO / "benchmarks" / "workloads" / "user_ddp.py"
+USER_JOB = REPO / "benchmarks" / "workloads" / "user_job.py"
 
 
 @pytest.mark.slow
@@ -314,7 +314,7 @@ def test_a_straggler_rank_is_neither_the_stage_nor_ignored(tmp_path: Path) -> No
     plus half the wait (under). A typical rank's compute (each op's median over the ranks)
     plus the collectives as a typical member met them reproduces it."""
     trace = tmp_path / "trace"
-    done = run_ranks([str(USER_DDP), "--trace-dir", str(trace), "--straggle", "200"],
+    done = run_ranks([str(USER_JOB), "--trace-dir", str(trace), "--straggle", "200"],
                      env={"OMP_NUM_THREADS": "1"}, timeout=300, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     stat = _json("statistic", str(trace))

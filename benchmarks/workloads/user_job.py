@@ -1,15 +1,19 @@
-"""A user's own DDP training script, written the way a user writes one (not ``examples/``):
-``torch.nn.TransformerEncoder`` language model, plain ``DistributedDataParallel``, the loss
-outside any module, traced with ``echo_trace.capture``. Nothing in echo was tuned on it.
+"""A user's own training script, written the way a user writes one (not ``examples/``):
+a ``torch.nn.TransformerEncoder`` language model, plain ``DistributedDataParallel`` (or
+FSDP2's ``fully_shard`` per layer), the loss outside any module, traced with
+``echo_trace.capture``. Nothing in echo was tuned on it.
 
+Options a real job has: ``--fsdp``; ``--accum K`` micro-batches per optimizer step (DDP's
+``no_sync`` on all but the last); ``--sleep-ms MS`` before each micro-batch (a data loader
+the step waits for); ``--autocast`` (bf16 on CPU); ``--clip`` (gradient norm clipping).
 ``--straggle N`` gives rank 0 a module that does ``N`` extra 192 x 192 matrix products in
-its forward (rank 0 only): a straggler, which every other rank waits for in its gradient
-buckets. Run under torchrun (gloo on CPU)::
+its forward (rank 0 only): a straggler, which every other rank waits for in its
+collectives. Run under torchrun (gloo on CPU)::
 
-    OMP_NUM_THREADS=1 torchrun --nproc_per_node 2 benchmarks/workloads/user_ddp.py \\
-        --trace-dir out [--steps 17] [--straggle 120]
+    OMP_NUM_THREADS=1 torchrun --nproc_per_node 2 benchmarks/workloads/user_job.py \\
+        --trace-dir out [--steps 17] [--straggle 120] [--fsdp] [--accum 2] ...
 
-Used by ``benchmarks/self_reproduction.py`` (cases ``user-ddp``, ``user-straggler``) and
+Used by ``benchmarks/self_reproduction.py`` (the ``user-*`` cases) and
 ``tests/test_self_reproduction.py``.
 """
 
@@ -35,7 +39,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--seq", type=int, default=64, help="tokens per sequence (default 64)")
     ap.add_argument("--straggle", type=int, default=0,
                     help="extra 192 x 192 matrix products in rank 0's forward (default 0)")
+    ap.add_argument("--fsdp", action="store_true",
+                    help="FSDP2: fully_shard each encoder layer and the model (default DDP)")
+    ap.add_argument("--accum", type=int, default=1,
+                    help="micro-batches per optimizer step (default 1)")
+    ap.add_argument("--sleep-ms", type=float, default=0.0,
+                    help="host sleep before each micro-batch, a data loader (default 0)")
+    ap.add_argument("--autocast", action="store_true", help="bf16 autocast on CPU")
+    ap.add_argument("--clip", action="store_true", help="clip the gradients' norm to 1")
     a = ap.parse_args(argv)
+    if a.accum < 1 or a.sleep_ms < 0 or a.straggle < 0:
+        ap.error("--accum >= 1, --sleep-ms >= 0, --straggle >= 0")
+
+    import contextlib
+    import time
 
     import torch
     import torch.distributed as dist
@@ -69,18 +86,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         torch.nn.TransformerEncoder(layer, a.layers, enable_nested_tensor=False),
         Straggle(a.straggle if rank == 0 else 0),
         torch.nn.Linear(a.d_model, vocab))
-    ddp = DDP(model, broadcast_buffers=False)
-    opt = torch.optim.AdamW(ddp.parameters(), lr=1e-3)
+    if a.fsdp:
+        from torch.distributed.fsdp import fully_shard
+
+        for block in model[1].layers:
+            fully_shard(block)
+        job: torch.nn.Module = fully_shard(model)
+    else:
+        job = DDP(model, broadcast_buffers=False)
+    opt = torch.optim.AdamW(job.parameters(), lr=1e-3)
     end = a.trace_end if a.trace_end is not None else a.steps - 1
     gen = torch.Generator().manual_seed(rank)
     with echo_trace.capture(out_dir=a.trace_dir, start_step=a.trace_start, end_step=end):
         for _ in range(a.steps):
-            x = torch.randint(0, vocab, (a.batch, a.seq), generator=gen)
-            logits = ddp(x)
-            loss = torch.nn.functional.cross_entropy(logits.reshape(-1, vocab), x.reshape(-1))
-            opt.zero_grad()
-            loss.backward()
+            for k in range(a.accum):
+                if a.sleep_ms:
+                    time.sleep(a.sleep_ms / 1e3)
+                x = torch.randint(0, vocab, (a.batch, a.seq), generator=gen)
+                last = k == a.accum - 1
+                sync = (contextlib.nullcontext() if last or a.fsdp
+                        else job.no_sync())  # type: ignore[operator]
+                with sync, torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.autocast):
+                    logits = job(x)
+                    loss = torch.nn.functional.cross_entropy(
+                        logits.float().reshape(-1, vocab), x.reshape(-1)) / a.accum
+                loss.backward()
+            if a.clip:
+                torch.nn.utils.clip_grad_norm_(job.parameters(), 1.0)
             opt.step()
+            opt.zero_grad()
     dist.destroy_process_group()
     return 0
 
