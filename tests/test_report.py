@@ -62,6 +62,7 @@ def test_echo_cpu_trace_with_prediction(capsys: Any, tmp_path: Path) -> None:
     anatomy = json.loads(out)
     assert d["anatomy"]["collectives"] == anatomy["collectives"]
     assert "Where the collectives' time goes, per step" in got["page"]
+    assert "queued ms (not in own)" in got["page"]
     assert any(o["flops"] > 0 and o["tflops"] > 0 for o in d["ops"])  # FLOPs of FW modules
     assert d["mfu"] is not None and 0 < d["mfu"] < 1
     assert len(d["mfu_per_step"]) == 3 and all(0 < v < 1 for v in d["mfu_per_step"])

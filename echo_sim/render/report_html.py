@@ -234,13 +234,16 @@ def _anatomy(ch: _Charts, an: dict[str, Any] | None) -> str:
                       title="Where the collectives' time goes, per step")
     table = [[lab, f"{r['per_step']:g}", _ms(r["own_mean_us"]), _ms(r["wait_mean_us"]),
               _ms(r["transfer_mean_us"]), _ms(r["transfer_median_us"]),
-              _ms(r["transfer_p90_us"]), _ms(r["lag_mean_us"]), _ms(r["per_step_us"])]
+              _ms(r["transfer_p90_us"]), _ms(r["lag_mean_us"]), _ms(r["per_step_us"]),
+              _ms(r.get("queued_mean_us", 0.0))]
              for lab, r in zip(labels, rows, strict=True)]
     return ch.div(fig, height=120 + 40 * len(rows)) + _table(
         ["collective", "per step", "own ms", "wait ms", "transfer mean ms",
-         "transfer median ms", "transfer p90 ms", "lag ms", "ms per step"], table,
+         "transfer median ms", "transfer p90 ms", "lag ms", "ms per step",
+         "queued ms (not in own)"], table,
         title="Collectives across their members (a transfer mean far above its median: "
-              "stalls, which a step pays)")
+              "stalls, which a step pays; queued: behind the member's own earlier "
+              "collectives of that kind, whose time it is)")
 
 
 def _memory(ch: _Charts, ov: Overview) -> str:
