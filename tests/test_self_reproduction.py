@@ -99,6 +99,8 @@ def test_one_rank_of_a_job_has_no_traced_comm_profile(tmp_path: Path) -> None:
 def test_simulate_defaults_to_the_traced_layout_and_says_so() -> None:
     got = _json("simulate", str(REAL_DDP))
     assert (got["layout"]["dp"], got["layout"]["tp"], got["layout"]["pp"]) == (2, 1, 1)
+    # the trace's own op times and collectives price its layout: no profile is missing
+    assert not any("no --comm-profile" in w for w in got["warnings"])
     assert got["models"][0].startswith("layout: the traced one, dp=2")
     assert any("the trace's own collectives" in m for m in got["models"])
     # a flag naming a layout wins: the traced one is not applied

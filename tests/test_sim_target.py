@@ -4,6 +4,7 @@ and says where the micro-batch came from (echo_sim.sim.target)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -71,7 +72,22 @@ def test_missing_micro_batch_is_assumed_and_warned() -> None:
     doc = res.to_dict()
     assert doc["micro_batch_source"]["assumed"] and doc["warnings"] == res.warnings
     ok = simulate(gpt_trace(2), SimConfig(dp=2))
-    assert not ok.warnings and ok.batch is not None and ok.batch.micro_batch == 2
+    assert ok.batch is not None and ok.batch.micro_batch == 2
+    assert not any("micro-batch" in w for w in ok.warnings)
+
+
+def test_a_multi_process_cpu_prediction_without_a_profile_says_what_it_leaves_out() -> None:
+    """CPU target, 2 processes, no --comm-profile: the generic cpu-gloo figures price the
+    collectives and no host cost is calibrated, which the warning says (with the command
+    that measures one). Not with a profile, on one process, or on a GPU cluster."""
+    from echo_sim.sim.simulate import NO_CPU_PROFILE
+
+    profile = str(Path(__file__).parent / "data" / "comm" / "gloo2_calibrated.json")
+    assert NO_CPU_PROFILE in simulate(gpt_trace(2), SimConfig(dp=2)).warnings
+    assert "profile-comm --nproc N" in NO_CPU_PROFILE
+    for cfg in (SimConfig(dp=2, comm_profile=profile), SimConfig(dp=1),
+                SimConfig(dp=2, cluster="dgx-h100")):
+        assert NO_CPU_PROFILE not in simulate(gpt_trace(2), cfg).warnings, cfg
 
 
 def test_cli_prints_hardware_batch_and_warnings(tmp_path, capsys: pytest.CaptureFixture[str]

@@ -151,7 +151,7 @@ def run(opts: Any) -> Result:
     from echo_sim.commands.simulate import job_workload, tp_plan_flag
     from echo_sim.cost.hardware import get_cluster
     from echo_sim.search import SearchSpace, search, write_train_config
-    from echo_sim.sim.simulate import baseline_note
+    from echo_sim.sim.simulate import NO_CPU_PROFILE, baseline_note
     from echo_sim.workload.tensor_parallel import apply_tp_plan
 
     if opts.gpus is None or opts.global_batch is None:
@@ -161,6 +161,8 @@ def run(opts: Any) -> Result:
     memory_note = baseline_note(workload, get_cluster(cluster).gpu.name == "cpu")
     if memory_note:  # "peak mem" of a CPU trace on GPUs lacks the CPU process's own memory
         hw_note += f"\n{memory_note}"
+    if get_cluster(cluster).gpu.name == "cpu" and opts.gpus > 1 and not opts.comm_profile:
+        hw_note += f"\nwarning: {NO_CPU_PROFILE}"
     space = SearchSpace(
         gpus=opts.gpus, global_batch=opts.global_batch, gpus_per_node=gpus_per_node,
         cluster=cluster,

@@ -63,7 +63,8 @@ from echo_sim.workload.tensor_parallel import apply_tp_plan, check_tensor_parall
 from echo_sim.workload.traced import traced_workload
 from echo_sim.workload.traced_layout import TracedLayout
 
-__all__ = ["MODES", "RankBreakdown", "SimConfig", "SimResult", "baseline_note", "simulate"]
+__all__ = ["MODES", "NO_CPU_PROFILE", "RankBreakdown", "SimConfig", "SimResult", "baseline_note",
+           "simulate"]
 
 
 @dataclass(frozen=True)
@@ -323,6 +324,8 @@ def simulate(trace: Trace | Workload, config: SimConfig, *, comm: Any = None,
         notes.models.append(f"host calibration of {config.comm_profile}: not applied (the "
                             f"trace ran this layout, {tl.describe()}, on this host: its op "
                             "times hold the contention, DTensor/FSDP host costs and skew)")
+    if is_cpu and config.world > 1 and profile is None and not (traced_hw and same):
+        notes.warnings.append(NO_CPU_PROFILE)
     others = [b if isinstance(b, Workload) else extract_workload(b) for b in batch_traces]
     base = _op_times(config, workload, others, mb, hw, host, cluster, notes)
     mb_scale = mb / (workload.micro_batch or mb)
@@ -518,6 +521,16 @@ def _faults_note(workload: Workload) -> str:
     return (f"traced process: {workload.minor_faults_per_step:,.0f} minor page faults per step "
             f"(median; fresh pages its op times include); malloc: {setting}")
 
+
+NO_CPU_PROFILE = (
+    "no --comm-profile for a CPU host: the collectives are priced by the cpu-gloo preset's "
+    "generic alpha-beta figures and the host costs a profile calibrates (DDP's hooks, FSDP2's "
+    "units, DTensor, cores shared by the ranks) are left out, though on CPU they can outweigh "
+    "the transfers (README, 'A CPU job without a profile'); measure this host with python -m "
+    "echo_sim profile-comm --nproc N --output comm.json and pass --comm-profile comm.json")
+"""The warning of a multi-process CPU prediction with no measured profile (simulate, and once
+in search's hardware line), except at the traced layout on the traced hardware, which the
+trace's own op times and collectives price."""
 
 STRAGGLER_RATIO = 1.2
 """A traced rank whose ops took this many times the stage's median or more is named as a
