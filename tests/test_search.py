@@ -175,6 +175,25 @@ def test_pruned_search_finds_the_exhaustive_optimum(gpt: Workload,
         len(got.invalid)
 
 
+def test_progress_counts_layouts_the_bound_rules_out_when_it_does(
+        gpt: Workload, exhaustive: dict[str, object]) -> None:
+    """The bar counts a layout done as soon as the top-k's threshold falls below its bound
+    (it can never run), not in one jump after the last simulation: its pace, and so the time
+    it says is left, is that of the layouts still to simulate."""
+    space = exhaustive["space"]
+    assert isinstance(space, SearchSpace)
+    calls: list[tuple[int, int]] = []
+    got = search(gpt, space, workers=1, top=5, progress=lambda d, t: calls.append((d, t)))
+    total = calls[0][1]
+    done = [d for d, _ in calls]
+    assert done == sorted(done) and done[-1] == total  # monotone, and all of them at the end
+    assert got.pruned_bound > 0
+    # the last call adds nothing: every layout the bound ruled out was counted earlier
+    assert done[-1] == done[-2]
+    steps = [b - a for a, b in zip(done, done[1:], strict=False)]
+    assert max(steps) > 1  # a threshold drop counted several at once
+
+
 @pytest.mark.parametrize("limit, objective", [(6 * 10**8, "time"), (None, "cost")])
 def test_exact_under_tight_memory_and_cost(gpt: Workload, limit: int | None,
                                            objective: str) -> None:

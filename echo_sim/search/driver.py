@@ -23,6 +23,7 @@ workload once.
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import os
 import time
@@ -359,17 +360,26 @@ def _branch_and_bound(ex: _Executor, layouts: list[ParallelLayout], space: Searc
                                                                 for lay in sorted(ranked_het)]
     queue: list[tuple[float, ParallelLayout, OpProbe | None]] = [*het, *ranked]  # max-heap (negated) of the top fitting scores
 
+    floors = [q[0] for q in queue]  # ascending: the het entries' 0, then the sorted bounds
+    tail = 0  # layouts at the queue's end already counted done: their bound beats the top-k
+
     def threshold() -> float:
         return -best[0] if len(best) >= top else float("inf")
 
     def absorb(got: list[Outcome]) -> None:
+        nonlocal tail
         for o in got:
             outcomes.append(o)
             if o[0] == "timed" and o[2].fits:
                 heapq.heappush(best, -o[2].score)
                 if len(best) > top:
                     heapq.heappop(best)
-        bar.update(len(got))
+        # the threshold only falls, so every layout past the first whose bound is above it
+        # will never run: count them done now, so the bar's pace (and time left) is that
+        # of the layouts still to simulate, not of the whole list
+        now = len(queue) - max(bisect.bisect_right(floors, threshold()), i)
+        bar.update(len(got) + max(now - tail, 0))
+        tail = max(tail, now)
 
     pending: set[Future[Any]] = set()
     i = 0
@@ -398,5 +408,5 @@ def _branch_and_bound(ex: _Executor, layouts: list[ParallelLayout], space: Searc
             absorb(f.result())
     rest = queue[i:]
     outcomes.extend(("bound", lay, b) for b, lay, _ in rest)
-    bar.update(len(rest))
+    bar.update(len(rest) - tail)
     return outcomes, len(keys)
