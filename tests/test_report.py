@@ -76,6 +76,10 @@ def test_echo_cpu_trace_with_prediction(capsys: Any, tmp_path: Path) -> None:
     sim = json.loads(out)
     pred = got["summary"]["predicted"]
     assert pred["iteration_time_us"] == sim["iteration_time_us"]
+    # and its caveats are simulate's: a CPU job at another layout with no profile
+    assert pred["warnings"] == sim["warnings"] and any(
+        "no --comm-profile" in w for w in pred["warnings"])
+    assert "prediction warning" in got["page"]
     assert "predicted (--dp 4)" in got["page"]
     assert sum(c["share"] for c in d["predicted"]["categories"].values()) == pytest.approx(1.0)
 

@@ -26,7 +26,7 @@ file opens with no network) of
   * memory over time and the peak of every step,
   * the critical path of one step,
   * with --simulate, the predicted breakdown beside the measured one (the prediction is
-    exactly what `simulate` with the same flags says).
+    exactly what `simulate` with the same flags says, its warnings included).
 Works on every trace echo reads (echo, Kineto, ByteProfile/dPRO, TrioSim, simulated
 traces written by `simulate --output`); what a trace cannot give (no FLOPs, no memory
 counters, no communication) is listed at the top instead of drawn. The data behind the
@@ -69,7 +69,7 @@ def _predict(path: str, flags: str, trace: Any) -> tuple[Any, str, dict[str, Any
     head = (f"{d['iteration_time_us'] / 1e3:,.3f} ms per iteration at dp={res.config.dp} "
             f"tp={res.config.tp} pp={res.config.pp} ({flags.strip() or 'as traced'})")
     return pred, label, {"headline": head, "iteration_time_us": d["iteration_time_us"],
-                         "flags": flags}
+                         "flags": flags, "warnings": list(d["warnings"])}
 
 
 def run(opts: Any) -> Result:
@@ -96,6 +96,7 @@ def run(opts: Any) -> Result:
              f"{ov.steps}, mean step {ov.mean_iteration_us / 1e3:,.3f} ms"]
     if summary:
         lines.append(f"predicted: {summary['headline']}")
+        lines += [f"prediction warning: {w}" for w in summary["warnings"]]
     lines += [f"not computed: {m}" for m in ov.missing]
     data = {"output": str(out), "bytes": size, "source": path, "missing": ov.missing,
             "mean_iteration_us": ov.mean_iteration_us, "mfu": ov.mfu,

@@ -378,6 +378,8 @@ def render_report(ov: Overview, *, predicted: Overview | None = None,
     ]
     if predicted_summary:
         summary.append(["predicted", str(predicted_summary.get("headline", ""))])
+        summary += [["prediction warning", str(w)]
+                    for w in predicted_summary.get("warnings") or ()]
     missing = "".join(f"<li>{html.escape(m)}</li>" for m in ov.missing)
     missing_html = (f'<div class="missing"><b>Not computed</b><ul>{missing}</ul></div>'
                     if missing else "")
