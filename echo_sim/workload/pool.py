@@ -32,7 +32,7 @@ import numpy as np
 from echo_sim.errors import ConfigError, TraceMismatchError
 from echo_sim.workload.ops import Workload
 
-__all__ = ["pool_workloads"]
+__all__ = ["median_workload", "pool_workloads"]
 
 
 def _label(sources: Sequence[str] | None, i: int) -> str:
@@ -73,10 +73,6 @@ def pool_workloads(workloads: Sequence[Workload], sources: Sequence[str] | None 
         return workloads[0]
     _check(workloads, sources)
     first = workloads[0]
-    dur = np.median([[o.dur_us for o in w.ops] for w in workloads], axis=0)
-    gap = np.median([[o.gap_us for o in w.ops] for w in workloads], axis=0)
-    ops = tuple(replace(o, dur_us=float(d), gap_us=float(g))
-                for o, d, g in zip(first.ops, dur.tolist(), gap.tolist(), strict=True))
     faults = [w.minor_faults_per_step for w in workloads]
     steps = [w.step_time_us for w in workloads]
     spread = 100.0 * (max(steps) - min(steps)) / float(np.median(steps)) \
@@ -86,11 +82,23 @@ def pool_workloads(workloads: Sequence[Workload], sources: Sequence[str] | None 
             f"({spread:.0f} % apart; one process's pace weighs 1/{len(workloads)}); memory, "
             "parameters and the trace's own collectives: the first trace's")
     return replace(
-        first, ops=ops,
-        step_time_us=float(np.median(steps)),
-        pre_us=float(np.median([w.pre_us for w in workloads])),
-        post_us=float(np.median([w.post_us for w in workloads])),
+        median_workload(first, workloads),
         minor_faults_per_step=(float(np.median([f for f in faults if f is not None]))
                                if all(f is not None for f in faults) else None),
         steps_used=sum(w.steps_used for w in workloads),
         pool_note=note)
+
+
+def median_workload(base: Workload, workloads: Sequence[Workload]) -> Workload:
+    """``base`` with, per op (same position in the step), ``dur_us`` and ``gap_us`` the
+    median over ``workloads`` (which run ``base``'s op sequence), and ``step_time_us``,
+    ``pre_us`` and ``post_us`` their medians; what :func:`pool_workloads` and a stage's
+    typical rank (:func:`echo_sim.workload.traced.typical_rank_workload`) share."""
+    dur = np.median([[o.dur_us for o in w.ops] for w in workloads], axis=0)
+    gap = np.median([[o.gap_us for o in w.ops] for w in workloads], axis=0)
+    ops = tuple(replace(o, dur_us=float(d), gap_us=float(g))
+                for o, d, g in zip(base.ops, dur.tolist(), gap.tolist(), strict=True))
+    return replace(
+        base, ops=ops, step_time_us=float(np.median([w.step_time_us for w in workloads])),
+        pre_us=float(np.median([w.pre_us for w in workloads])),
+        post_us=float(np.median([w.post_us for w in workloads])))

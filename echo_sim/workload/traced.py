@@ -39,6 +39,7 @@ from echo_sim.cost.trace_comm import traced_comm_profile
 from echo_sim.errors import TraceFormatError
 from echo_sim.trace.model import COLLECTIVES, Cat, Trace
 from echo_sim.workload.ops import Workload, extract_workload
+from echo_sim.workload.pool import median_workload
 from echo_sim.workload.stages import join_stages
 from echo_sim.workload.tensor_parallel import traced_tp_workload
 from echo_sim.workload.traced_layout import traced_layout
@@ -83,11 +84,6 @@ def typical_rank_workload(trace: Trace, ranks: Sequence[int]) -> Workload:
     same = [w for w in each if [o.name for o in w.ops] == names]
     left_out = sorted(({w.rank for w in each} - {w.rank for w in same})
                       | {r for r, _ in failed})
-    dur = np.median([[o.dur_us for o in w.ops] for w in same], axis=0)
-    gap = np.median([[o.gap_us for o in w.ops] for w in same], axis=0)
-    ops = tuple(replace(o, dur_us=float(d), gap_us=float(g))
-                for o, d, g in zip(base.ops, dur.tolist(), gap.tolist(), strict=True))
-    steps = [w.step_time_us for w in same]
     busy = [sum(o.time_us for o in w.ops) / 1e3 for w in same]
     note = (f"compute: a typical rank, each op's median over {len(same)} of the stage's "
             f"{len(ranks)} ranks (their ops {' / '.join(f'{b:.1f}' for b in busy[:8])}"
@@ -95,12 +91,9 @@ def typical_rank_workload(trace: Trace, ranks: Sequence[int]) -> Workload:
             + (f"; rank(s) {', '.join(map(str, left_out))} ran other ops or none and are "
                "left out" if left_out else "")
             + f"; memory and parameters: rank {base.rank}'s (the highest peak)")
-    return replace(
-        base, ops=ops, step_time_us=float(np.median(steps)),
-        pre_us=float(np.median([w.pre_us for w in same])),
-        post_us=float(np.median([w.post_us for w in same])),
-        pool_note=note, rank_busy_us=tuple((w.rank, b * 1e3) for w, b in zip(same, busy,
-                                                                              strict=True)))
+    return replace(median_workload(base, same), pool_note=note,
+                   rank_busy_us=tuple((w.rank, b * 1e3) for w, b in zip(same, busy,
+                                                                         strict=True)))
 
 
 def _tp_all_reduces(trace: Trace, rank: int, tp: int) -> float:
