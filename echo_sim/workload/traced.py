@@ -15,7 +15,7 @@ costs the same in each. For a one-rank trace it is
   synchronous job every rank's step is about as long, the fast ranks' in their waits, so
   that pick was the straggler or the fastest by a fraction of a millisecond: a user's
   2-process DDP trace with one rank 25 ms slower in compute came out −18 % or +13 % by which
-  rank was picked, and −2.5 % from their mean);
+  rank was picked, and −2.5 % from their mean, with collectives priced as they then were);
 * pipeline stages: one rank of each, joined into the whole model and cut where the job cut
   (:func:`~echo_sim.workload.stages.join_stages`);
 * FSDP: the optimizer step updated the rank's ``1/dp`` shard; the whole model's is ``dp``
