@@ -334,20 +334,24 @@ def _slowest_steps(recs: list[dict[str, Any]], warmup: int) -> list[float]:
     return [max(r["step_s"][i] for r in recs) for i in range(warmup, n)]
 
 
+def _slowest_per_step(recs: list[dict[str, Any]], warmup: int
+                      ) -> list[tuple[int, dict[str, Any]]]:
+    """(step index, the record of that step's slowest rank) for every step after ``warmup``."""
+    n = min(len(r["step_s"]) for r in recs)
+    return [(i, max(recs, key=lambda r: r["step_s"][i])) for i in range(warmup, n)]
+
+
 def _split_us(recs: list[dict[str, Any]], warmup: int) -> tuple[float, float] | None:
     """(host CPU, off-CPU) µs per step of the slowest rank, medians over steps after
     ``warmup``: its compute thread's CPU time, and the rest of its step (collective waits,
     preemption); None for records without per-step CPU times."""
     if not all(len(r.get("step_cpu_s", ())) == len(r["step_s"]) for r in recs):
         return None
-    n = min(len(r["step_s"]) for r in recs)
-    cpu, off = [], []
-    for i in range(warmup, n):
-        r = max(recs, key=lambda r: r["step_s"][i])
-        cpu.append(r["step_cpu_s"][i])
-        off.append(max(r["step_s"][i] - r["step_cpu_s"][i], 0.0))
-    if not cpu:
+    slow = _slowest_per_step(recs, warmup)
+    if not slow:
         return None
+    cpu = [r["step_cpu_s"][i] for i, r in slow]
+    off = [max(r["step_s"][i] - r["step_cpu_s"][i], 0.0) for i, r in slow]
     return statistics.median(cpu) * 1e6, statistics.median(off) * 1e6
 
 
@@ -356,9 +360,7 @@ def _runqueue_us(recs: list[dict[str, Any]], warmup: int) -> float | None:
     core) of each step's slowest rank's compute thread; None where a record has none."""
     if not all(len(r.get("step_runqueue_s", ())) == len(r["step_s"]) for r in recs):
         return None
-    n = min(len(r["step_s"]) for r in recs)
-    waits = [max(recs, key=lambda r: r["step_s"][i])["step_runqueue_s"][i]
-             for i in range(warmup, n)]
+    waits = [r["step_runqueue_s"][i] for i, r in _slowest_per_step(recs, warmup)]
     return statistics.median(waits) * 1e6 if waits else None
 
 

@@ -121,7 +121,7 @@ def traced_comm_profile(trace: Trace) -> CommProfile | None:
             op = COLLECTIVES[c]
             g = int(ev.group[rows[0]])
             n = len(trace.groups[g]) if g >= 0 else part.size
-            t = float(np.median(own[part]))  # own durations: exact, no ts rounding
+            t = float(np.median(own[part]))  # own durations, less their queueing
         if t > 0 or (t == 0 and not is_p2p[i]):  # 0: hidden under the rank's earlier ones
             samples[(op, n)][int(ev.nbytes[rows[0]])].append(t)
             per_step[int(ev.step[rows[0]])] += t

@@ -377,9 +377,9 @@ def _branch_and_bound(ex: _Executor, layouts: list[ParallelLayout], space: Searc
         # the threshold only falls, so every layout past the first whose bound is above it
         # will never run: count them done now, so the bar's pace (and time left) is that
         # of the layouts still to simulate, not of the whole list
-        now = len(queue) - max(bisect.bisect_right(floors, threshold()), i)
-        bar.update(len(got) + max(now - tail, 0))
-        tail = max(tail, now)
+        now = len(queue) - max(bisect.bisect_right(floors, threshold()), i)  # never falls
+        bar.update(len(got) + now - tail)
+        tail = now
 
     pending: set[Future[Any]] = set()
     i = 0

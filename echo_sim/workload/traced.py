@@ -84,16 +84,15 @@ def typical_rank_workload(trace: Trace, ranks: Sequence[int]) -> Workload:
     same = [w for w in each if [o.name for o in w.ops] == names]
     left_out = sorted(({w.rank for w in each} - {w.rank for w in same})
                       | {r for r, _ in failed})
-    busy = [sum(o.time_us for o in w.ops) / 1e3 for w in same]
+    busy = [sum(o.time_us for o in w.ops) for w in same]  # µs a step
     note = (f"compute: a typical rank, each op's median over {len(same)} of the stage's "
-            f"{len(ranks)} ranks (their ops {' / '.join(f'{b:.1f}' for b in busy[:8])}"
+            f"{len(ranks)} ranks (their ops {' / '.join(f'{b / 1e3:.1f}' for b in busy[:8])}"
             f"{' / ...' if len(busy) > 8 else ''} ms a step)"
             + (f"; rank(s) {', '.join(map(str, left_out))} ran other ops or none and are "
                "left out" if left_out else "")
             + f"; memory and parameters: rank {base.rank}'s (the highest peak)")
     return replace(median_workload(base, same), pool_note=note,
-                   rank_busy_us=tuple((w.rank, b * 1e3) for w, b in zip(same, busy,
-                                                                         strict=True)))
+                   rank_busy_us=tuple((w.rank, b) for w, b in zip(same, busy, strict=True)))
 
 
 def _tp_all_reduces(trace: Trace, rank: int, tp: int) -> float:
