@@ -1137,11 +1137,32 @@ def _ci_lines(rows: list[dict[str, Any]]) -> list[str]:
         n = max((len(r.get("rep_errors_pct", [])) for r in rows), default=0)
         return ["", f"Paired errors: {n} repetitions give no distribution-free 95 % interval "
                 "for their median (6 or more do): the rows claim no bound."]
-    return ["", "Paired errors (each repetition's prediction against the job run beside it), "
-            "median with a distribution-free confidence interval over the repetitions: "
-            + "; ".join(f"{r['layout']} {r['model']} within ±{r['paired_bound_pct']:.1f} % "
-                        f"({100 * r['paired_ci_coverage']:.1f} %, {len(r['rep_errors_pct'])} "
-                        "reps)" for r in got)]
+    lines = ["", "Paired errors (each repetition's prediction against the job run beside "
+             "it), median with a distribution-free confidence interval over the repetitions: "
+             + "; ".join(f"{r['layout']} {r['model']} within ±{r['paired_bound_pct']:.1f} % "
+                         f"({100 * r['paired_ci_coverage']:.1f} %, {len(r['rep_errors_pct'])} "
+                         "reps)" for r in got)]
+    return lines + _bias_lines(got)
+
+
+def _bias_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """The rows whose paired interval excludes zero: their error is a bias of the model
+    (or of the host against the trace), not the repetitions' noise, and which way it goes."""
+    low = [r for r in rows if r["paired_ci_pct"][1] < 0]
+    high = [r for r in rows if r["paired_ci_pct"][0] > 0]
+    if not low and not high:
+        return ["", "Bias: every row's interval holds zero (no bias the repetitions can show)."]
+
+    def name(r: dict[str, Any]) -> str:
+        lo, hi = r["paired_ci_pct"]
+        return f"{r['layout']} {r['model']} [{lo:+.1f}..{hi:+.1f} %]"
+
+    parts = [f"{len(s)} under-predicted ({', '.join(name(r) for r in s)})" if s is low else
+             f"{len(s)} over-predicted ({', '.join(name(r) for r in s)})"
+             for s in (low, high) if s]
+    return ["", f"Bias: the interval of {len(low) + len(high)} of {len(rows)} rows excludes "
+            "zero, so those errors are the model's (or the host's against the trace), not the "
+            "repetitions' noise: " + "; ".join(parts) + "."]
 
 
 def _pooled_lines(doc: dict[str, Any]) -> list[str]:

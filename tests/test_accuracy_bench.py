@@ -29,6 +29,7 @@ from benchmarks.accuracy import (
     WORKLOAD_MODULE,
     Case,
     SimulateError,
+    _bias_lines,
     _err_pct,
     _launch,
     _predict,
@@ -369,6 +370,19 @@ def test_median_ci_is_the_narrowest_order_statistic_pair_that_covers(n: int) -> 
     assert got == (k - 1, n - k, pytest.approx(coverage(k)))
     assert got[0] <= statistics.median(values) <= got[1]
     assert median_ci(values, level=0.5) is not None
+
+
+def test_bias_names_the_rows_whose_interval_excludes_zero() -> None:
+    def row(layout: str, lo: float, hi: float) -> dict[str, Any]:
+        return {"layout": layout, "model": "bert", "paired_ci_pct": [lo, hi]}
+
+    assert _bias_lines([row("ddp", -4.0, 3.0), row("fsdp", -0.5, 0.0)]) == [
+        "", "Bias: every row's interval holds zero (no bias the repetitions can show)."]
+    line = _bias_lines([row("ddp", -10.1, -3.2), row("fsdp", 1.5, 9.0), row("tp", -2.0, 2.0)])[1]
+    assert line.startswith("Bias: the interval of 2 of 3 rows excludes zero")
+    assert "1 under-predicted (ddp bert [-10.1..-3.2 %])" in line
+    assert "1 over-predicted (fsdp bert [+1.5..+9.0 %])" in line
+    assert "tp" not in line
 
 
 # ------------------------------------------------------------------------------ the table
