@@ -69,6 +69,9 @@ costs and one in the collectives' prices, which can cancel in the step time, sho
 The off-CPU time splits further where Linux says (``/proc/thread-self/schedstat``): the
 part the compute thread was runnable but waiting for a core (preempted: the other rank,
 gloo's threads, other load) and the rest, blocked (waiting in a collective, sleeping).
+The process's other threads are read the same way (``/proc/self/task/*/schedstat``): their CPU
+time in the step (gloo's TCP loop and run-loop threads, which move the bytes) and their own
+wait for a core, which on a host whose ranks fill the cores delays the collectives.
 
 Memory: each process (the traced one too) runs through this file's ``--worker`` entry, which
 records RSS after the process group is up but *before the model is built* and the process's
@@ -228,6 +231,30 @@ def runqueue_wait_s() -> float | None:
         return None
 
 
+def other_threads_s() -> tuple[float, float] | None:
+    """(CPU, run-queue wait) seconds of every thread of this process but the calling one
+    (Linux ``/proc/self/task/*/schedstat``: time on a core, time runnable but waiting for
+    one, in ns): gloo's loop and run-loop threads, a data loader's, the profiler's. A thread
+    that ended between two readings drops out of the later one; None where it cannot be read.
+    """
+    import threading
+
+    me = str(threading.get_native_id())
+    try:
+        tids = [t for t in os.listdir("/proc/self/task") if t != me]
+    except OSError:
+        return None
+    cpu = wait = 0
+    for tid in tids:
+        try:
+            with open(f"/proc/self/task/{tid}/schedstat") as f:
+                fields = f.read().split()
+            cpu, wait = cpu + int(fields[0]), wait + int(fields[1])
+        except (OSError, ValueError, IndexError):
+            continue  # the thread ended
+    return cpu / 1e9, wait / 1e9
+
+
 def _worker(argv: list[str]) -> int:
     """``--worker OUT_DIR MODULE TRAIN_FLAGS...``: run MODULE's job (``examples.train`` or a
     ``benchmarks.workloads`` module: ``parse_flags``/``build_job``/``train``), write
@@ -254,11 +281,14 @@ def _worker(argv: list[str]) -> int:
     job = build_job(cfg)
     cpu_s: list[float] = []
     wait_s: list[float] = []
+    others_cpu_s: list[float] = []
+    others_wait_s: list[float] = []
     step = job.step
 
     def timed_step(index: int) -> Any:
         """The job's step, the calling (compute) thread's CPU time in it and its time
-        runnable but waiting for a core."""
+        runnable but waiting for a core, and the same of the process's other threads."""
+        o0 = other_threads_s()
         c0, w0 = time.thread_time(), runqueue_wait_s()
         try:
             return step(index)
@@ -267,6 +297,10 @@ def _worker(argv: list[str]) -> int:
             w1 = runqueue_wait_s()
             if w0 is not None and w1 is not None:
                 wait_s.append(w1 - w0)
+            o1 = other_threads_s()
+            if o0 is not None and o1 is not None:
+                others_cpu_s.append(max(o1[0] - o0[0], 0.0))
+                others_wait_s.append(max(o1[1] - o0[1], 0.0))
 
     job.step = timed_step
     try:
@@ -279,6 +313,8 @@ def _worker(argv: list[str]) -> int:
         (out / f"rank{rank}.json").write_text(json.dumps({
             "rank": rank, "step_s": job.step_s, "step_cpu_s": cpu_s,
             "step_runqueue_s": wait_s,
+            "step_other_threads_cpu_s": others_cpu_s,
+            "step_other_threads_runqueue_s": others_wait_s,
             "rss_before_model_bytes": rss0,
             "peak_rss_bytes": peak, "peak_cuda_allocated_bytes": cuda_peak,
             "malloc": malloc_settings()}))
@@ -353,6 +389,21 @@ def _split_us(recs: list[dict[str, Any]], warmup: int) -> tuple[float, float] | 
     cpu = [r["step_cpu_s"][i] for i, r in slow]
     off = [max(r["step_s"][i] - r["step_cpu_s"][i], 0.0) for i, r in slow]
     return statistics.median(cpu) * 1e6, statistics.median(off) * 1e6
+
+
+def _other_threads_us(recs: list[dict[str, Any]], warmup: int
+                      ) -> tuple[float, float] | None:
+    """Medians over steps after ``warmup`` of the CPU time and the run-queue wait (µs) of the
+    other threads (:func:`other_threads_s`) of each step's slowest rank; None where a record
+    has none."""
+    keys = ("step_other_threads_cpu_s", "step_other_threads_runqueue_s")
+    if not all(len(r.get(k, ())) == len(r["step_s"]) for r in recs for k in keys):
+        return None
+    slow = _slowest_per_step(recs, warmup)
+    if not slow:
+        return None
+    cpu, wait = ([r[k][i] for i, r in slow] for k in keys)
+    return statistics.median(cpu) * 1e6, statistics.median(wait) * 1e6
 
 
 def _runqueue_us(recs: list[dict[str, Any]], warmup: int) -> float | None:
@@ -698,10 +749,15 @@ def run_benchmark(cases: tuple[Case, ...], *, reps: int, steps: int, warmup: int
                 if split is not None and pred["breakdown"]:
                     b0 = pred["breakdown"][0]
                     rq = _runqueue_us(recs, warmup)
+                    ot = _other_threads_us(recs, warmup)
                     row["split"] = {"measured_cpu_us": round(split[0], 1),
                                     "measured_off_cpu_us": round(split[1], 1),
                                     "measured_runqueue_us": None if rq is None
                                     else round(rq, 1),
+                                    "measured_other_threads_cpu_us": None if ot is None
+                                    else round(ot[0], 1),
+                                    "measured_other_threads_runqueue_us": None if ot is None
+                                    else round(ot[1], 1),
                                     "predicted_compute_us": b0["compute_us"],
                                     "predicted_exposed_comm_us": b0["exposed_comm_us"]}
                 if pred_b is not None:
@@ -1196,16 +1252,22 @@ def _split_lines(cases: list[dict[str, Any]]) -> list[str]:
              "CPU time and the rest of its step; predicted: rank 0's compute and exposed "
              "communication):", "",
              "| layout | model | measured CPU ms | predicted compute ms | CPU error % "
-             "| measured off-CPU ms | of it waiting for a core ms | predicted exposed comm ms |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| measured off-CPU ms | of it waiting for a core ms | predicted exposed comm ms "
+             "| other threads' CPU ms | their wait for a core ms |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+
+    def ms(v: float | None) -> str:
+        return "-" if v is None else f"{v / 1e3:.2f}"
+
     for r in rows:
         x = r["split"]
         cpu, comp = x["measured_cpu_us"], x["predicted_compute_us"]
-        rq = x.get("measured_runqueue_us")
         lines.append(f"| {r['layout']} | {r['model']} | {cpu / 1e3:.2f} | {comp / 1e3:.2f} | "
                      f"{_err_pct(comp, cpu):+.1f} | {x['measured_off_cpu_us'] / 1e3:.2f} | "
-                     f"{'-' if rq is None else f'{rq / 1e3:.2f}'} | "
-                     f"{x['predicted_exposed_comm_us'] / 1e3:.2f} |")
+                     f"{ms(x.get('measured_runqueue_us'))} | "
+                     f"{x['predicted_exposed_comm_us'] / 1e3:.2f} | "
+                     f"{ms(x.get('measured_other_threads_cpu_us'))} | "
+                     f"{ms(x.get('measured_other_threads_runqueue_us'))} |")
     return lines
 
 

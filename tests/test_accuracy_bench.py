@@ -32,6 +32,7 @@ from benchmarks.accuracy import (
     _bias_lines,
     _err_pct,
     _launch,
+    _other_threads_us,
     _predict,
     _runqueue_us,
     _sim_flags,
@@ -41,6 +42,7 @@ from benchmarks.accuracy import (
     _train_flags,
     main,
     median_ci,
+    other_threads_s,
     repredict,
     runqueue_wait_s,
     table,
@@ -451,7 +453,7 @@ def test_the_step_split_takes_the_slowest_rank_of_each_step() -> None:
                                         "predicted_compute_us": 30e3,
                                         "predicted_exposed_comm_us": 22e3}
     # host costs priced low, collectives high: the step error cancels, the split shows it
-    assert "| tp | bert | 34.00 | 30.00 | -11.8 | 16.00 | - | 22.00 |" in table(doc)
+    assert "| tp | bert | 34.00 | 30.00 | -11.8 | 16.00 | - | 22.00 | - | - |" in table(doc)
     # with the run-queue wait of each step's slowest rank (after 1 warm-up: 1, 3, 2 ms)
     for rec, w in zip(recs, ([0.0, 0.001, 0.003, 0.002], [0.0, 0.002, 0.0, 0.0]), strict=True):
         rec["step_runqueue_s"] = w
@@ -461,7 +463,21 @@ def test_the_step_split_takes_the_slowest_rank_of_each_step() -> None:
         rep["split"]["measured_runqueue_us"] = w
     doc = _summarise((Case(layout="tp", size="bert"),), {"tp/bert": reps}, [], [0.5],
                      steps=6, warmup=1, reps=3)
-    assert "| tp | bert | 34.00 | 30.00 | -11.8 | 16.00 | 2.00 | 22.00 |" in table(doc)
+    assert "| tp | bert | 34.00 | 30.00 | -11.8 | 16.00 | 2.00 | 22.00 | - | - |" in table(doc)
+    # the other threads (gloo's) of each step's slowest rank (ranks 1, 0, 0 after the
+    # warm-up step): CPU 9, 6, 5 ms, waiting for a core 9, 2, 1 ms
+    for rec, (c, w) in zip(recs, (([0, .004, .006, .005], [0, .001, .002, .001]),
+                                  ([0, .009, 0, 0], [0, .009, 0, 0])), strict=True):
+        rec["step_other_threads_cpu_s"], rec["step_other_threads_runqueue_s"] = c, w
+    assert _other_threads_us(recs, 1) == (pytest.approx(6000.0), pytest.approx(2000.0))
+    assert _other_threads_us([{"step_s": [0.1], "step_runqueue_s": [0.0]}], 0) is None
+    for rep, (c, w) in zip(reps, ((4e3, 1e3), (5e3, 3e3), (7e3, 2e3)), strict=True):
+        rep["split"].update(measured_other_threads_cpu_us=c,
+                            measured_other_threads_runqueue_us=w)
+    doc = _summarise((Case(layout="tp", size="bert"),), {"tp/bert": reps}, [], [0.5],
+                     steps=6, warmup=1, reps=3)
+    assert ("| tp | bert | 34.00 | 30.00 | -11.8 | 16.00 | 2.00 | 22.00 | 5.00 | 2.00 |"
+            in table(doc))
 
 
 def test_the_worker_reads_its_threads_run_queue_wait() -> None:
@@ -471,6 +487,39 @@ def test_the_worker_reads_its_threads_run_queue_wait() -> None:
         pytest.skip("no /proc/thread-self/schedstat on this system")
     b = runqueue_wait_s()
     assert b is not None and 0.0 <= a <= b
+
+
+def test_the_worker_reads_its_other_threads_cpu() -> None:
+    """Linux: CPU a thread burns beside the caller shows in the other threads' time, and the
+    caller's own CPU does not (each spins for CPU time, not wall time, whatever the load)."""
+    import threading
+    import time
+
+    a = other_threads_s()
+    if a is None:
+        pytest.skip("no /proc/self/task on this system")
+    spun, done = threading.Event(), threading.Event()
+
+    def spin() -> None:
+        end = time.thread_time() + 0.1
+        while time.thread_time() < end:
+            pass
+        spun.set()
+        done.wait(30)  # stays alive until the caller has read it
+
+    t = threading.Thread(target=spin)
+    t.start()
+    assert spun.wait(60)
+    b = other_threads_s()
+    done.set()
+    t.join()
+    assert b is not None and b[0] - a[0] >= 0.1
+    c0 = other_threads_s()
+    end = time.thread_time() + 0.1
+    while time.thread_time() < end:
+        pass
+    c1 = other_threads_s()
+    assert c0 is not None and c1 is not None and c1[0] - c0[0] < 0.05
 
 
 def test_table_of_an_older_document_without_loads_or_argv() -> None:
