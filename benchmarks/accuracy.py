@@ -1213,9 +1213,8 @@ def _bias_lines(rows: list[dict[str, Any]]) -> list[str]:
         lo, hi = r["paired_ci_pct"]
         return f"{r['layout']} {r['model']} [{lo:+.1f}..{hi:+.1f} %]"
 
-    parts = [f"{len(s)} under-predicted ({', '.join(name(r) for r in s)})" if s is low else
-             f"{len(s)} over-predicted ({', '.join(name(r) for r in s)})"
-             for s in (low, high) if s]
+    parts = [f"{len(group)} {way}-predicted ({', '.join(name(r) for r in group)})"
+             for way, group in (("under", low), ("over", high)) if group]
     return ["", f"Bias: the interval of {len(low) + len(high)} of {len(rows)} rows excludes "
             "zero, so those errors are the model's (or the host's against the trace), not the "
             "repetitions' noise: " + "; ".join(parts) + "."]
