@@ -15,13 +15,14 @@ stalls for milliseconds, and in which direction depends on the host: on the 2-co
 models in it, on ``--nproc`` gloo processes (one torch thread each):
 
 * ``barrier``: a barrier, then the timed collective (``profile-comm``'s idle mode);
-* ``workN``: a barrier, then N ms of matrix products (256 x 256 fp32, wall-clock) on every
-  rank, then the timed collective (busy mode; a job's compute before its collective);
+* ``workN``: a barrier, then ``profile-comm --busy-us`` N·1000's fixed work on every rank (a
+  number of small matrix products that take N ms on rank 0 alone,
+  :func:`echo_sim.measure.work.calibrate_busy`), then the timed collective (a job's compute
+  before its collective);
 * ``b2b``: the timed collective right after the previous one (no barrier, no compute).
 
-A run's time is the **last arrival's** (``profile-comm``'s clock with host calibrations): the
-rank's return time less the latest rank's start time, on one monotonic host clock, taken on
-every rank and reported for the slowest. The modes go round-robin (``--rounds`` rounds of
+A run's time is the **last arrival's** (``profile-comm``'s clock with host calibrations, the
+shortest of the ranks' own times: :func:`echo_sim.measure.work.to_run_clock`). The modes go round-robin (``--rounds`` rounds of
 ``--runs`` runs per mode, op and size), so that a slow spell of the host spreads over every
 mode. Per (op, size, mode): median, 10 %-trimmed mean (what ``profile-comm`` keeps), 90th
 percentile and the **stalled** share: runs >= 2 ms over the call's unstalled time (the 10th
@@ -48,11 +49,10 @@ from echo_sim.cost.comm_profile import trimmed_mean
 from echo_sim.errors import EchoError
 from echo_sim.measure.profile_comm import parse_sizes
 from echo_sim.measure.ranks import join_ranks, run_ranks, write_result
-from echo_sim.measure.work import make_op, whole_numel
+from echo_sim.measure.work import calibrate_busy, make_op, to_run_clock, whole_numel
 
 OPS = ("all_reduce", "all_gather")
 STALL_US = 2000.0  # a run this far over the call's unstalled time counts as stalled
-MATRIX = 256
 
 
 def _mode_work_ms(mode: str) -> float | None:
@@ -70,41 +70,29 @@ def _worker(rank: int, nproc: int, store: str, ops: list[str], sizes: list[int],
     import torch.distributed as dist
 
     join_ranks(rank, nproc, store, "gloo")
-    a, b = torch.randn(MATRIX, MATRIX), torch.randn(MATRIX, MATRIX)
     calls = {(op, n): make_op(op, whole_numel(n, nproc), rank, nproc, "cpu", None)
              for op in ops for n in sizes}
-
-    def call(op: str, n: int) -> None:
-        calls[op, n]()
-
-    for op in ops:  # warm-up: gloo's buffers and pairs for every shape
-        for n in sizes:
-            for _ in range(3):
-                call(op, n)
+    # profile-comm's busy work: a fixed number of products, calibrated on rank 0 alone
+    works = {m: calibrate_busy(w * 1e3, rank, nproc, "cpu")
+             for m in modes if (w := _mode_work_ms(m))}
+    for call in calls.values():  # warm-up: gloo's buffers and pairs for every shape
+        for _ in range(3):
+            call()
     samples: dict[str, list[float]] = {}
     for _ in range(rounds):
-        for op in ops:
-            for n in sizes:
-                for mode in modes:
-                    work = _mode_work_ms(mode)
-                    starts, ends = [], []
-                    for _ in range(runs):
-                        if work is not None:
-                            dist.barrier()
-                            t = time.perf_counter()
-                            while (time.perf_counter() - t) * 1e3 < work:
-                                a @ b
-                        t0 = time.perf_counter()
-                        call(op, n)
-                        starts.append(t0)
-                        ends.append(time.perf_counter())
-                    latest = torch.tensor(starts, dtype=torch.float64)
-                    dist.all_reduce(latest, op=dist.ReduceOp.MAX)
-                    own = torch.tensor([(e - s) * 1e6 for e, s
-                                        in zip(ends, latest.tolist(), strict=True)],
-                                       dtype=torch.float64)
-                    dist.all_reduce(own, op=dist.ReduceOp.MAX)  # the slowest rank's
-                    samples.setdefault(f"{op}|{n}|{mode}", []).extend(own.tolist())
+        for (op, n), call in calls.items():
+            for mode in modes:
+                times = torch.zeros(runs, dtype=torch.float64)
+                for i in range(runs):
+                    if _mode_work_ms(mode) is not None:
+                        dist.barrier()
+                        if mode in works:
+                            works[mode].run()
+                    t0 = time.perf_counter()
+                    call()
+                    times[i] = (time.perf_counter() - t0) * 1e6
+                to_run_clock(times, "last_arrival", nproc)  # profile-comm's clock
+                samples.setdefault(f"{op}|{n}|{mode}", []).extend(times.tolist())
     if rank == 0:
         write_result(result_path, {"samples": samples})
     dist.destroy_process_group()
