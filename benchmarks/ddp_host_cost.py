@@ -121,9 +121,12 @@ def fw_bw(model: Any, loss: Callable[[Any], Any], *, zero: bool = True
 
 
 def wrapped_minus_plain(wrapped: Any, plain: Any, loss: Callable[[Any], Any], samples: int,
-                        *, warmup: int = 1, zero: bool = True) -> dict[str, float]:
+                        *, warmup: int = 1, zero: bool = True) -> dict[str, Any]:
     """Median forward and backward µs (:func:`fw_bw`) of ``wrapped`` minus ``plain``,
-    ``samples`` of each interleaved after ``warmup`` untimed rounds, and the plain ones."""
+    ``samples`` of each interleaved after ``warmup`` untimed rounds, and the plain ones;
+    ``fw_pairs_us`` / ``bw_pairs_us``: each round's wrapped minus plain (the two ran back to
+    back, so a drift of the host's pace cancels in the pair), for an interval of the
+    difference (``benchmarks.accuracy.median_ci``)."""
     got: dict[str, list[float]] = {"f1": [], "b1": [], "f0": [], "b0": []}
     for i in range(samples + warmup):
         for model, tag in ((wrapped, "1"), (plain, "0")):
@@ -133,11 +136,13 @@ def wrapped_minus_plain(wrapped: Any, plain: Any, loss: Callable[[Any], Any], sa
                 got["b" + tag].append(b)
     med = {k: statistics.median(v) for k, v in got.items()}
     return {"fw_us": med["f1"] - med["f0"], "bw_us": med["b1"] - med["b0"],
-            "plain_fw_us": med["f0"], "plain_bw_us": med["b0"]}
+            "plain_fw_us": med["f0"], "plain_bw_us": med["b0"],
+            "fw_pairs_us": [a - b for a, b in zip(got["f1"], got["f0"], strict=True)],
+            "bw_pairs_us": [a - b for a, b in zip(got["b1"], got["b0"], strict=True)]}
 
 
 def _in_model(build: Callable[[], Any], loss: Callable[[Any], Any],
-              samples: int) -> dict[str, float]:
+              samples: int) -> dict[str, Any]:
     """Median forward and backward µs of DDP(model) minus the plain model, interleaved."""
     from torch import nn
 

@@ -79,7 +79,7 @@ def _shapes(name: str, model: Any) -> list[tuple[int, int]]:
 
 
 def _in_model(name: str, build: Callable[[], Any], loss: Callable[[Any], Any], mesh: Any,
-              samples: int) -> dict[str, float]:
+              samples: int) -> dict[str, Any]:
     """Median forward and backward µs of the FSDP2 model minus the plain one, interleaved."""
     from torch.distributed.fsdp import fully_shard
 
