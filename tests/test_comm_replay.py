@@ -122,7 +122,12 @@ def test_replay_writes_the_base_profile_with_the_jobs_collectives_replaced(
     # what the job does not run is the base profile's, and so is the host calibration
     for key in (("all_reduce", 2), ("send", 2), ("broadcast", 2)):
         assert prof.samples[key] == base.samples[key] and prof.fits[key] == base.fits[key]
+    # the host calibration kept, plus the ranks' arrival gap at every timed call and the
+    # compute before it (2 timed repetitions of the step), one host clock: never negative
+    gaps, work = prof.calibration.pop("replay_gap_us"), prof.calibration.pop("replay_work_us")
     assert prof.calibration == base.calibration and prof.run_time == base.run_time
+    assert len(gaps) == len(work) == 2 * len(sched.calls) and min(gaps) >= 0.0
+    assert work[:len(sched.calls)] == pytest.approx([c.work_us for c in sched.calls])
     assert str(fsdp_timeline) in prof.replay and "all_gather, reduce_scatter" in prof.replay
     rows = {(r["op"], r["bytes"]): r for r in data["rows"]}
     assert set(rows) == {(c.op, c.nbytes) for c in sched.calls}

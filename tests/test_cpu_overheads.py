@@ -23,6 +23,7 @@ from echo_sim.cost.cpu_overheads import (
     fsdp_unit,
     optimizer_per_param,
     plane_fit,
+    replay_skew,
     robust,
     skew,
     tp_optimizer_per_param,
@@ -377,6 +378,32 @@ def test_simulate_adds_host_costs_only_for_dtensor_layouts(prof: CommProfile,
     fsdp_bare = simulate(tr, SimConfig(dp=2, fsdp=True, comm_profile=str(no_cal)))
     assert any(m.startswith("FSDP2 hooks per unit") for m in fsdp.models)
     assert fsdp.ranks[0].compute_us > fsdp_bare.ranks[0].compute_us
+
+
+def test_a_replays_arrival_gaps_price_every_synchronisation(prof: CommProfile) -> None:
+    """A replay of the job (``replay-comm``) timed on the last arrival measured the ranks'
+    arrival gap at each of its calls: each synchronisation costs half their mean, whatever
+    the compute before it (the gap is mostly the previous collective's exit gap carried
+    over, not drift in proportion to the compute)."""
+    cal = {**prof.calibration, "replay_gap_us": [100.0, 3300.0, 50.0, 150.0],
+           "replay_work_us": [2000.0, 3000.0, 2000.0, 1000.0]}
+    rep = dataclasses.replace(prof, run_time="last_arrival", calibration=cal)
+    sk = skew(rep)
+    assert sk is not None and sk == replay_skew(rep)
+    assert sk.gap_us == pytest.approx(900.0) and sk.samples == 4
+    assert sk.kappa == pytest.approx(900.0 / 2000.0)  # reported: gap per us of compute
+    for w in (0.0, 500.0, 50_000.0):
+        assert sk.wait_us(w) == pytest.approx(450.0)
+    # a last-arrival time holds no wait of its own: nothing is taken off it
+    assert sk.w_busy_us == 0.0 and sk.collective_us(1000.0, 123.0) == pytest.approx(1450.0)
+    assert "900 us apart" in sk.note and "replay-comm" in sk.note
+    # on another clock the replayed times hold the waits already: the probe's line instead
+    other = dataclasses.replace(rep, run_time="slowest")
+    assert replay_skew(other) is None and skew(other) == skew(prof)
+    # no gaps recorded (a replay made before 2026-11-29): the probe's line
+    bare = dataclasses.replace(rep, calibration=prof.calibration)
+    line = skew(bare)
+    assert replay_skew(bare) is None and line is not None and line.gap_us is None
 
 
 def test_skew_slope_and_collective_correction(prof: CommProfile) -> None:

@@ -61,7 +61,11 @@ contention factor like every other op.
   ``max(t_busy(S) - kappa · W_busy, 0) + SYNC_SHARE · kappa · W``; an idle-mode profile (a
   barrier before each timed collective, the last-arriving rank's clock) has ``W_busy = 0``.
   The typical rank is what the simulator runs: the one-process trace's compute, as
-  :mod:`echo_sim.workload.ops` takes it (medians over the captured steps).
+  :mod:`echo_sim.workload.ops` takes it (medians over the captured steps). A profile made
+  by ``replay-comm`` (the job's own step replayed) carries the ranks' arrival gap at every
+  replayed call; on its last-arrival clock each synchronisation then costs ``SYNC_SHARE ·
+  mean gap`` (:func:`replay_skew`): on a host whose ranks fill the cores the gap is mostly
+  the previous collective's exit gap carried over, not drift in proportion to ``W``.
 * :func:`ddp_hooks` — per step of a ``DistributedDataParallel`` model, the host time of its
   forward pre-processing and its reducer (per-parameter autograd hooks, the gradients' copies
   into and out of the flat buckets, the all-reduces' issue; ``torch/nn/parallel/
@@ -126,6 +130,7 @@ __all__ = [
     "tp_optimizer_per_param",
     "plane_fit",
     "robust",
+    "replay_skew",
     "skew",
     "SYNC_SHARE",
     "Skew",
@@ -356,10 +361,14 @@ class Skew:
     w_busy_us: float
     samples: int
     note: str
+    gap_us: float | None = None  # a replay's measured mean arrival gap, whatever the compute
 
     def wait_us(self, w_us: float) -> float:
         """What a synchronisation after ``w_us`` of compute costs the step over the typical
-        rank: ``SYNC_SHARE · kappa · w_us`` (see the module docstring)."""
+        rank: ``SYNC_SHARE · kappa · w_us`` (see the module docstring), or ``SYNC_SHARE ·
+        gap_us`` where a replay of the job measured the gap itself."""
+        if self.gap_us is not None:
+            return SYNC_SHARE * self.gap_us
         return SYNC_SHARE * self.kappa * max(w_us, 0.0)
 
     def collective_us(self, t_busy_us: float, w_us: float) -> float:
@@ -369,7 +378,12 @@ class Skew:
 
 
 def skew(profile: CommProfile | None) -> Skew | None:
-    """The synchronisation wait against compute on the profiled host (module docstring)."""
+    """The synchronisation wait against compute on the profiled host (module docstring);
+    from a replay's own arrival gaps where ``profile`` is a replay of the job timed on the
+    last arrival (:func:`replay_skew`)."""
+    replayed = replay_skew(profile)
+    if replayed is not None:
+        return replayed
     got = _get(profile, "sync_work_us", "sync_us", "contention_busy_us")
     if got is None:
         return None
@@ -400,6 +414,34 @@ def skew(profile: CommProfile | None) -> Skew | None:
         + (f"busy-mode collectives less {kappa * w_busy:.0f} us, plus" if busy_mode else
            "idle-mode collectives plus") + f" {SYNC_SHARE:g} x that wait after the job's own "
         "compute (what the later rank adds over the typical one)"))
+
+
+def replay_skew(profile: CommProfile | None) -> Skew | None:
+    """The ranks' arrival gap as a replay of the job measured it (``replay-comm``:
+    :data:`echo_sim.measure.comm_replay.REPLAY_GAP`), or None. The replay runs the job's
+    own step: each collective after its rank's compute since the previous one, on the job's
+    sizes, so the gaps hold what the rank-skew probe's line in ``W`` misses on a host whose
+    ranks fill the cores: the previous collective's exit gap carried to the next one
+    (2-process FSDP2 jobs on a 2-core VM, 2026-11-29: correlation 0.78-0.92 between a
+    collective's exit gap and the next one's arrival gap; mean gaps 0.26-0.93 ms after
+    1.1-3.9 ms of compute, not proportional to it). Each synchronisation then costs the step
+    ``SYNC_SHARE`` × the mean gap over every timed call (the plain mean: the late
+    returns are the cost). Only for a profile timed on the last arrival, whose collectives
+    hold no wait of their own."""
+    if profile is None or profile.run_time != "last_arrival":
+        return None
+    gaps = profile.calibration.get("replay_gap_us") or []
+    work = profile.calibration.get("replay_work_us") or []
+    if not gaps:
+        return None
+    gap = statistics.fmean(gaps)
+    w = statistics.fmean(work) if len(work) == len(gaps) else 0.0
+    return Skew(kappa=gap / w if w > 0 else 0.0, w_busy_us=0.0, samples=len(gaps), gap_us=gap,
+                note=(f"rank skew: the ranks arrived {gap:.0f} us apart on average at the "
+                      f"replayed step's collectives ({len(gaps)} calls, {w:.0f} us of compute "
+                      f"before each on average; replay-comm, both ranks' start times on the "
+                      f"host clock); each synchronisation plus {SYNC_SHARE:g} x that gap "
+                      "(what the later rank adds over the typical one)"))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -11,7 +11,13 @@ fresh gloo processes: for every collective in order, the compute the rank did si
 previous collective began (as matrix products of the same length), then the collective
 itself, on the job's message size. The clock is the base profile's (on gloo with the host
 calibration: the last-arriving rank's own time, the transfer alone; :func:`simulate` adds
-the job's rank skew and overlap as for any profile).
+the job's rank skew and overlap as for any profile). Every timed call also records the
+ranks' **arrival gap** (the latest rank's start less the earliest's; the processes share
+the host's monotonic clock), kept in the profile's calibration (:data:`REPLAY_GAP`, with the
+compute before each call, :data:`REPLAY_WORK`): on a last-arrival profile ``simulate`` prices
+the job's waits with their mean (:func:`echo_sim.cost.cpu_overheads.replay_skew`) instead of
+the rank-skew probe's line in the compute, which misses the gap one collective's late return
+leaves at the next.
 
 Semantics, so that the profile means what any profile means:
 
@@ -41,13 +47,19 @@ from echo_sim.cost.comm_profile import CommProfile, trimmed_mean, trimmed_stderr
 from echo_sim.errors import ConfigError
 from echo_sim.trace.model import Cat, Trace
 
-__all__ = ["REPLAY_OPS", "Call", "ReplaySpec", "Schedule", "median_work_us", "replay_profile",
-           "schedule"]
+__all__ = ["REPLAY_GAP", "REPLAY_OPS", "REPLAY_WORK", "Call", "ReplaySpec", "Schedule",
+           "median_work_us", "replay_profile", "schedule"]
 
 REPLAY_OPS: tuple[str, ...] = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all",
                                "broadcast")
 """The collectives a replay runs (the looped profile's, less send/recv)."""
 REPLAY_CUT = 0.1  # share of a call's repetitions left out at each end of its mean (1 of 10)
+REPLAY_GAP = "replay_gap_us"
+"""Calibration key of a replayed profile: every timed call's arrival gap (µs), the latest
+rank's start less the earliest's, in the replayed order (:func:`echo_sim.cost.cpu_overheads.
+skew` prices the job's waits with it)."""
+REPLAY_WORK = "replay_work_us"
+"""Calibration key: the compute before each of those calls (µs), aligned with them."""
 
 @dataclass(frozen=True)
 class Call:
@@ -169,6 +181,7 @@ def _worker(rank: int, nproc: int, store_path: str, plan: dict[str, Any], clock:
                  for op, nbytes, work_us in plan["calls"]]
         tail = max(0, round(plan["tail_us"] * per_us))
         own: list[float] = []
+        starts: list[float] = []  # when each call began, on the host's monotonic clock (µs)
         for it in range(spec.warmup + spec.steps):
             for run, products in calls:
                 work.products(products)
@@ -176,11 +189,19 @@ def _worker(rank: int, nproc: int, store_path: str, plan: dict[str, Any], clock:
                 run()
                 if it >= spec.warmup:
                     own.append((time.perf_counter() - t0) * 1e6)
+                    starts.append(t0 * 1e6)
             work.products(tail)
         times = torch.tensor(own, dtype=torch.float64)
         to_run_clock(times, clock, nproc)
+        # the ranks' arrival gap at each call: the processes share the host's clock
+        # (perf_counter is CLOCK_MONOTONIC), so the latest start less the earliest
+        late = torch.tensor(starts, dtype=torch.float64)
+        early = late.clone()
+        dist.all_reduce(late, op=dist.ReduceOp.MAX)
+        dist.all_reduce(early, op=dist.ReduceOp.MIN)
         if rank == 0:
-            write_result(result_path, {"times_us": times.tolist(), "products_per_us": per_us})
+            write_result(result_path, {"times_us": times.tolist(), "products_per_us": per_us,
+                                       "gaps_us": (late - early).tolist()})
         dist.barrier()
     finally:
         dist.destroy_process_group()
@@ -232,11 +253,19 @@ def replay_profile(trace: Trace, base: CommProfile, spec: ReplaySpec | None = No
         runs_us[key] = [per_call[(op, s)] for s in sizes]
         fits.pop(key, None)  # refitted to the replayed points
     ops = ", ".join(sorted({op for op, _ in kinds}))
+    calibration = dict(base.calibration)
+    gaps = [float(g) for g in raw.get("gaps_us", [])]
+    if gaps:  # the ranks' arrival gaps as the job's own pattern of work and calls leaves them
+        calibration[REPLAY_GAP] = gaps
+        calibration[REPLAY_WORK] = [sched.calls[j % n].work_us for j in range(len(gaps))]
     note = (f"{ops} replayed from {trace_name or 'a trace'} (step {sched.step}, "
             f"{len(sched.calls)} collectives, {spec.steps} timed repetitions, compute before "
             f"each as {raw['products_per_us']:.3g} matrix products per us); other operations "
-            f"and the host calibration from {base.source or 'the base profile'}")
+            f"and the host calibration from {base.source or 'the base profile'}"
+            + (f"; the ranks arrived {statistics.mean(gaps):.0f} us apart on average"
+               if gaps else ""))
     prof = replace(base, samples=samples, fits=fits, stderr_pct=stderr, runs_us=runs_us,
+                   calibration=calibration,
                    replay=note, iters=spec.steps,
                    load_avg=round(max(base.load_avg, load_avg), 2),
                    created=datetime.now(timezone.utc).isoformat(timespec="seconds"))
