@@ -71,7 +71,11 @@ part the compute thread was runnable but waiting for a core (preempted: the othe
 gloo's threads, other load) and the rest, blocked (waiting in a collective, sleeping).
 The process's other threads are read the same way (``/proc/self/task/*/schedstat``): their CPU
 time in the step (gloo's TCP loop and run-loop threads, which move the bytes) and their own
-wait for a core, which on a host whose ranks fill the cores delays the collectives.
+wait for a core, which on a host whose ranks fill the cores delays the collectives. The
+worker also stamps the job's Python-level collectives (:data:`STAMPED`: FSDP2's, DeepSpeed's,
+not DDP's C++ bucket all-reduces) on the host clock the ranks share: per step, the ranks' mean
+time inside them and half the sum of their arrival gaps (what the step pays for the ranks
+not arriving together), beside the prediction's.
 
 Memory: each process (the traced one too) runs through this file's ``--worker`` entry, which
 records RSS after the process group is up but *before the model is built* and the process's
@@ -92,6 +96,7 @@ Usage::
         [--nproc 2] [--traces N] [--no-plain-single] [--cluster PRESET]
         [--malloc default|fixed]
     python benchmarks/accuracy.py --repredict OLD.json --keep DIR [--output NEW.json]
+        [--replay-gaps on|off]
     python benchmarks/accuracy.py --merge RUN1.json RUN2.json ... [--output ALL.json]
 
 ``--repredict`` runs no job: it predicts every kept repetition again with the current
@@ -283,6 +288,8 @@ def _worker(argv: list[str]) -> int:
     wait_s: list[float] = []
     others_cpu_s: list[float] = []
     others_wait_s: list[float] = []
+    stamps: list[list[float]] = []  # per step: each Python-level collective's start, end (µs)
+    _stamp_collectives(stamps)
     step = job.step
 
     def timed_step(index: int) -> Any:
@@ -290,6 +297,7 @@ def _worker(argv: list[str]) -> int:
         runnable but waiting for a core, and the same of the process's other threads."""
         o0 = other_threads_s()
         c0, w0 = time.thread_time(), runqueue_wait_s()
+        stamps.append([])
         try:
             return step(index)
         finally:
@@ -315,6 +323,7 @@ def _worker(argv: list[str]) -> int:
             "step_runqueue_s": wait_s,
             "step_other_threads_cpu_s": others_cpu_s,
             "step_other_threads_runqueue_s": others_wait_s,
+            "step_collective_stamps_us": stamps,
             "rss_before_model_bytes": rss0,
             "peak_rss_bytes": peak, "peak_cuda_allocated_bytes": cuda_peak,
             "malloc": malloc_settings()}))
@@ -328,6 +337,58 @@ def _worker(argv: list[str]) -> int:
             gc.collect()
             dist.destroy_process_group()
     return 0
+
+
+STAMPED = ("all_gather_single", "reduce_scatter_single", "all_gather_into_tensor",
+           "reduce_scatter_tensor", "all_reduce", "broadcast")
+"""The ``torch.distributed`` functions the worker stamps: FSDP2's collectives on CPU
+(``torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py`` calls them synchronously),
+DeepSpeed's, DDP's buffer broadcast; not DDP's bucket all-reduces (its C++ reducer) nor
+DTensor's functional collectives."""
+
+
+def _stamp_collectives(stamps: list[list[float]]) -> None:
+    """Wrap :data:`STAMPED` so that every call appends its start and end (µs, the host's
+    monotonic clock, which the ranks share) to the last list of ``stamps`` (the step being
+    timed; nothing outside a timed step). A synchronous call's stamps are its whole time; an
+    ``async_op`` one's only its issue."""
+    import torch.distributed as dist
+
+    for name in STAMPED:
+        fn = getattr(dist, name, None)
+        if fn is None:
+            continue
+
+        def stamped(*args: Any, _fn: Any = fn, **kwargs: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return _fn(*args, **kwargs)
+            finally:
+                if stamps:
+                    stamps[-1].extend((t0 * 1e6, time.perf_counter() * 1e6))
+
+        setattr(dist, name, stamped)
+
+
+def _collectives_us(recs: list[dict[str, Any]], warmup: int) -> tuple[float, float] | None:
+    """From the stamped collectives (:func:`_stamp_collectives`) of every rank, medians over
+    the steps after ``warmup`` of (the ranks' mean time inside them, half the sum of their
+    arrival gaps: what the step pays for the ranks not arriving together, the later rank
+    over the typical one), µs; None without stamps or where the ranks' calls differ."""
+    per = [r.get("step_collective_stamps_us") or [] for r in recs]
+    if len(recs) < 2 or not all(len(p) == len(recs[0]["step_s"]) for p in per):
+        return None
+    own, half = [], []
+    for i in range(warmup, len(per[0])):
+        steps = [p[i] for p in per]
+        if not steps[0] or any(len(x) != len(steps[0]) for x in steps):
+            return None
+        starts = [x[0::2] for x in steps]
+        ends = [x[1::2] for x in steps]
+        own.append(statistics.fmean(sum(e - b for b, e in zip(bs, es, strict=True))
+                                    for bs, es in zip(starts, ends, strict=True)))
+        half.append(sum(max(c) - min(c) for c in zip(*starts, strict=True)) / 2)
+    return (statistics.median(own), statistics.median(half)) if own else None
 
 
 def _train_flags(case_layout: str, size: str, *, steps: int, capture: Path | None,
@@ -750,6 +811,7 @@ def run_benchmark(cases: tuple[Case, ...], *, reps: int, steps: int, warmup: int
                     b0 = pred["breakdown"][0]
                     rq = _runqueue_us(recs, warmup)
                     ot = _other_threads_us(recs, warmup)
+                    co = _collectives_us(recs, warmup)
                     row["split"] = {"measured_cpu_us": round(split[0], 1),
                                     "measured_off_cpu_us": round(split[1], 1),
                                     "measured_runqueue_us": None if rq is None
@@ -758,8 +820,12 @@ def run_benchmark(cases: tuple[Case, ...], *, reps: int, steps: int, warmup: int
                                     else round(ot[0], 1),
                                     "measured_other_threads_runqueue_us": None if ot is None
                                     else round(ot[1], 1),
+
                                     "predicted_compute_us": b0["compute_us"],
                                     "predicted_exposed_comm_us": b0["exposed_comm_us"]}
+                    if co is not None:  # stamped collectives (FSDP2's, not DDP's)
+                        row["split"].update(measured_collectives_us=round(co[0], 1),
+                                            measured_half_arrival_gaps_us=round(co[1], 1))
                 if pred_b is not None:
                     row.update(second_predicted_us=round(pred_b["iteration_time_us"], 1),
                                second_error_pct=round(_err_pct(pred_b["iteration_time_us"],
@@ -812,14 +878,32 @@ def run_benchmark(cases: tuple[Case, ...], *, reps: int, steps: int, warmup: int
     return doc
 
 
-def repredict(doc: dict[str, Any], root: Path, cluster: str | None = None) -> dict[str, Any]:
+def _without_replay_gaps(profile: Path) -> Path:
+    """A copy of the replayed ``profile`` beside it (``*-nogaps.json``) without the ranks'
+    arrival gaps ``replay-comm`` records (``simulate`` then prices the waits with the
+    rank-skew probe's line, as before 2026-11-29): the ablation ``--replay-gaps off``."""
+    from echo_sim.measure.comm_replay import REPLAY_GAP, REPLAY_WORK
+
+    raw = json.loads(profile.read_text())
+    for key in (REPLAY_GAP, REPLAY_WORK):
+        raw.get("calibration", {}).pop(key, None)
+    out = profile.with_name(profile.stem + "-nogaps.json")
+    out.write_text(json.dumps(raw))
+    return out
+
+
+def repredict(doc: dict[str, Any], root: Path, cluster: str | None = None, *,
+              replay_gaps: bool = True) -> dict[str, Any]:
     """Predict again every measured repetition of ``doc`` (a result document whose run kept
     its files under ``root``, ``--keep``) from its kept trace and comm profile, with the
     current models (through the simulate command, run in ``root``); measurements are reused
-    as they are, a diagnosed repetition's simulated figures are made again (a second profile's
-predictions, ``--second-profile-busy-us``, are kept as they were). A repetition whose
-prediction fails keeps its measurement and the error.
+    as they are, a diagnosed repetition's simulated figures are made again. A replayed second
+    profile's predictions (``--second-profile-replay``) are made again from the kept replay
+    profiles (``replay_gaps`` False: without the arrival gaps they carry,
+    :func:`_without_replay_gaps`); a busy-mode one's (``--second-profile-busy-us``) are kept
+    as they were. A repetition whose prediction fails keeps its measurement and the error.
     Returns a new document."""
+    replayed = str(doc["method"].get("second_comm_profile", "")).startswith("replay-comm")
     cases = tuple(Case(layout=r["layout"], size=r["model"], nproc=r["nproc"])
                   for r in doc["cases"])
     raw: dict[str, list[dict[str, Any]]] = {c.name: [] for c in cases}
@@ -865,6 +949,18 @@ prediction fails keeps its measurement and the error.
                     for k in ("pooled_predicted_us", "pooled_error_pct"):
                         new.pop(k, None)
                     new["pooled_error"] = str(e)
+            replay = base / f"{case.layout}-replay.json"
+            if replayed and "second_predicted_us" in rec and replay.exists():
+                try:
+                    pb = _predict(base / "trace", case, replay if replay_gaps
+                                  else _without_replay_gaps(replay), None, cluster, root=root)
+                    new.update(second_predicted_us=round(pb["iteration_time_us"], 1),
+                               second_error_pct=round(_err_pct(pb["iteration_time_us"],
+                                                               rec["measured_us"]), 2))
+                except SimulateError as e:
+                    for k in ("second_predicted_us", "second_error_pct"):
+                        new.pop(k, None)
+                    new["second_error"] = str(e)
             if dg:
                 new["diagnosis"] = dict(rec["diagnosis"],
                                         simulated=_collect_figures(base / f"{case.layout}-sim"))
@@ -880,6 +976,10 @@ prediction fails keeps its measurement and the error.
     out["machine"] = doc["machine"]
     out["date"] = doc["date"]
     out["method"]["repredicted"] = time.strftime("%Y-%m-%dT%H:%M:%S")
+    if replayed:
+        out["method"]["second_comm_profile"] = doc["method"]["second_comm_profile"] + (
+            "" if replay_gaps else "; repredicted without the replay's arrival gaps "
+            "(--replay-gaps off: the rank-skew probe's line prices the waits)")
     return out
 
 
@@ -941,9 +1041,12 @@ def _second(ok: list[dict[str, Any]], measured_us: float) -> dict[str, Any]:
     if not got:
         return {}
     p = statistics.median(r["second_predicted_us"] for r in got)
+    errs = [r["second_error_pct"] for r in got]
     return {"second_predicted_us": round(p, 1),
             "second_error_pct": round(_err_pct(p, measured_us), 2),
-            "second_rep_errors_pct": [r["second_error_pct"] for r in got]}
+            "second_rep_errors_pct": errs,
+            "second_paired_median_pct": round(statistics.median(errs), 2),
+            **_ci_fields(errs, "second_")}
 
 
 def _ci_fields(errors: list[float], prefix: str = "") -> dict[str, Any]:
@@ -1176,7 +1279,11 @@ def table(doc: dict[str, Any]) -> str:
     if second:
         lines += ["", f"Second profile ({doc['method'].get('second_comm_profile', '?')}), the "
                   "same jobs: " + "; ".join(
-                      f"{r['layout']} {r['model']} {r['second_error_pct']:+.1f} % (reps "
+                      f"{r['layout']} {r['model']} {r['second_error_pct']:+.1f} % (paired "
+                      f"median {r.get('second_paired_median_pct', float('nan')):+.1f} %"
+                      + (f" [{r['second_paired_ci_pct'][0]:+.1f}..{r['second_paired_ci_pct'][1]:+.1f}]"
+                         if "second_paired_ci_pct" in r else "")
+                      + "; reps "
                       + ", ".join(f"{e:+.1f}" for e in r["second_rep_errors_pct"]) + ")"
                       for r in second)]
     lines += _pooled_lines(doc)
@@ -1252,8 +1359,9 @@ def _split_lines(cases: list[dict[str, Any]]) -> list[str]:
              "communication):", "",
              "| layout | model | measured CPU ms | predicted compute ms | CPU error % "
              "| measured off-CPU ms | of it waiting for a core ms | predicted exposed comm ms "
-             "| other threads' CPU ms | their wait for a core ms |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| other threads' CPU ms | their wait for a core ms | its stamped collectives "
+             "ms | half their arrival gaps ms |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
 
     def ms(v: float | None) -> str:
         return "-" if v is None else f"{v / 1e3:.2f}"
@@ -1266,7 +1374,9 @@ def _split_lines(cases: list[dict[str, Any]]) -> list[str]:
                      f"{ms(x.get('measured_runqueue_us'))} | "
                      f"{x['predicted_exposed_comm_us'] / 1e3:.2f} | "
                      f"{ms(x.get('measured_other_threads_cpu_us'))} | "
-                     f"{ms(x.get('measured_other_threads_runqueue_us'))} |")
+                     f"{ms(x.get('measured_other_threads_runqueue_us'))} | "
+                     f"{ms(x.get('measured_collectives_us'))} | "
+                     f"{ms(x.get('measured_half_arrival_gaps_us'))} |")
     return lines
 
 
@@ -1330,6 +1440,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--repredict", default="", metavar="RESULT_JSON",
                    help="run no job: predict again the repetitions of RESULT_JSON from the "
                         "traces and profiles its run kept under --keep, with today's models")
+    p.add_argument("--replay-gaps", choices=("on", "off"), default="on",
+                   help="with --repredict of a --second-profile-replay run: off predicts the "
+                        "replay route again without the ranks' arrival gaps the replays "
+                        "recorded (an ablation: the rank-skew probe's line prices the waits, "
+                        "as before 2026-11-29); default on")
     return p
 
 
@@ -1373,10 +1488,13 @@ def main(argv: list[str] | None = None) -> int:
     if not cases and not a.repredict:
         have = ", ".join(f"{c.size}: {c.layout}" for c in CASES if c.size in sizes)
         p.error(f"no case for --layouts {a.layouts} on --sizes {a.sizes} (cases: {have})")
+    if a.replay_gaps == "off" and not a.repredict:
+        p.error("--replay-gaps off: only with --repredict (a new run's replays record them)")
     if a.repredict:
         if not a.keep:
             p.error("--repredict needs --keep DIR: where that run kept its files")
-        doc = repredict(json.loads(Path(a.repredict).read_text()), Path(a.keep), a.cluster)
+        doc = repredict(json.loads(Path(a.repredict).read_text()), Path(a.keep), a.cluster,
+                        replay_gaps=a.replay_gaps == "on")
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(json.dumps(doc, indent=1) + "\n")
         print(table(doc))

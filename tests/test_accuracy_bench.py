@@ -30,6 +30,7 @@ from benchmarks.accuracy import (
     Case,
     SimulateError,
     _bias_lines,
+    _collectives_us,
     _err_pct,
     _launch,
     _other_threads_us,
@@ -283,6 +284,65 @@ def test_repredict_goes_through_the_cli(kept_run: Path, tmp_path: Path) -> None:
     gone = repredict(doc, tmp_path)
     assert all("error" in r and "error_pct" not in r for r in gone["cases"])
     assert "simulate exit 2" in gone["cases"][0]["error"]
+
+
+@pytest.mark.timeout(300)
+def test_repredict_makes_the_replay_route_again_with_or_without_its_gaps(
+        kept_run: Path, tmp_path: Path) -> None:
+    """A --second-profile-replay run: --repredict predicts the replay route again from the
+    kept replay profile; --replay-gaps off from a copy without the ranks' arrival gaps
+    (the rank-skew probe's line then prices the waits, which here are far smaller)."""
+    case = Case(layout="fsdp", size="bert")
+    prof = json.loads(PROFILE.read_text())
+    prof["run_time"] = "last_arrival"  # a replay over a calibrated profile's clock
+    prof["calibration"]["replay_gap_us"] = [20_000.0] * 8
+    prof["calibration"]["replay_work_us"] = [2000.0] * 8
+    replay = kept_run / "rep0" / "bert" / "fsdp-replay.json"
+    replay.write_text(json.dumps(prof))
+    raw = {case.name: [{"rep": 0, "measured_us": 50_000.0, "predicted_us": 1.0,
+                        "error_pct": _err_pct(1.0, 50_000.0), "second_predicted_us": 1.0,
+                        "second_error_pct": _err_pct(1.0, 50_000.0),
+                        "measured_mem_delta_bytes": 1 << 20, "predicted_mem_delta_bytes": 1,
+                        "load_avg_before": [0.5, 0.4, 0.3], "load_avg_after": [1.5, 0.6, 0.4]}]}
+    singles = [{"rep": 0, "size": "bert", "rss_before_model_bytes": 1 << 20}]
+    doc = _summarise((case,), raw, singles, [0.5], steps=5, warmup=1, reps=1)
+    doc["method"]["second_comm_profile"] = "replay-comm of each case's simulated timeline"
+    doc["machine"]["load_avg_per_rep"] = []
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(doc))
+    got = {}
+    for gaps in ("on", "off"):
+        new = tmp_path / f"{gaps}.json"
+        assert main(["--repredict", str(old), "--keep", str(kept_run), "--output", str(new),
+                     "--replay-gaps", gaps]) == 0
+        got[gaps] = json.loads(new.read_text())["cases"][0]["reps"][0]
+        assert got[gaps]["second_predicted_us"] > 1.0
+    # the FSDP2 BERT step's synchronisations, each + 10 ms with the replay's gaps
+    assert got["on"]["second_predicted_us"] > got["off"]["second_predicted_us"] + 100_000
+    nogaps = json.loads((replay.parent / "fsdp-replay-nogaps.json").read_text())
+    assert "replay_gap_us" not in nogaps["calibration"]
+    assert "without the replay's arrival gaps" in json.loads(
+        (tmp_path / "off.json").read_text())["method"]["second_comm_profile"]
+    with pytest.raises(SystemExit):  # the ablation is for kept runs only
+        main(["--replay-gaps", "off", "--sizes", "bert", "--layouts", "ddp"])
+
+
+def test_stamped_collectives_give_the_ranks_mean_time_and_half_their_arrival_gaps() -> None:
+    # two ranks, three steps (the first a warm-up), two synchronous collectives a step:
+    # (start, end) pairs on the shared host clock, us
+    r0 = {"step_s": [0.1] * 3, "step_collective_stamps_us": [
+        [0, 9, 20, 29], [100, 110, 200, 205], [300, 310, 400, 404]]}
+    r1 = {"step_s": [0.1] * 3, "step_collective_stamps_us": [
+        [5, 9, 21, 29], [104, 110, 200, 205], [306, 310, 401, 404]]}
+    own, half = _collectives_us([r0, r1], warmup=1)  # type: ignore[misc]
+    # step 1: rank 0 inside 10 + 5, rank 1 6 + 5 -> mean 13; gaps 4 and 0 -> half 2
+    # step 2: rank 0 10 + 4, rank 1 4 + 3 -> mean 10.5; gaps 6 and 1 -> half 3.5
+    assert own == pytest.approx((13.0 + 10.5) / 2) and half == pytest.approx((2.0 + 3.5) / 2)
+    # no stamps (DDP's bucket all-reduces run in its C++ reducer), or the ranks' calls differ
+    assert _collectives_us([{**r0, "step_collective_stamps_us": [[], [], []]}, r1], 1) is None
+    r1_short = {**r1, "step_collective_stamps_us": [[5, 9], [104, 110], [306, 310]]}
+    assert _collectives_us([r0, r1_short], 1) is None
+    assert _collectives_us([{"step_s": [0.1] * 3}, r1], 1) is None  # an older record
 
 
 def test_merge_pools_the_runs_repetitions(tmp_path: Path) -> None:

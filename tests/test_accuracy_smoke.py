@@ -17,8 +17,10 @@ from benchmarks.accuracy import (
     FIXED_MALLOC,
     SIZES,
     Case,
+    _collectives_us,
     _err_pct,
     _iteration_us,
+    _launch,
     _mem_delta,
     _sim_flags,
     _step_spread_pct,
@@ -224,6 +226,30 @@ def test_pipeline_end_to_end_on_a_tiny_model(tmp_path: Path, monkeypatch: pytest
     assert redo["cases"][0]["measured_us"] == case["measured_us"]
     assert redo["cases"][0]["predicted_us"] > 0 and "repredicted" in redo["method"]
     assert redo["cases"][0]["reps"][0]["pooled_simulate_argv"] == rep["pooled_simulate_argv"]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+def test_a_real_fsdp2_job_stamps_its_collectives(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real 2-process FSDP2 job through the benchmark's worker: every step records its
+    blocking all-gathers and reduce-scatters (start, end on the host clock) on both ranks,
+    the same number on each, so the step's collective time and arrival gaps can be read."""
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    recs = _launch(_train_flags("fsdp", "tiny", steps=4, capture=None, nproc=2),
+                   tmp_path / "fsdp-real", 2, 180, "tiny")
+    assert len(recs) == 2
+    for r in recs:
+        stamps = r["step_collective_stamps_us"]
+        assert len(stamps) == len(r["step_s"]) == 4
+        # FSDP2 over the tiny GPT's units: all-gathers in forward and backward, one
+        # reduce-scatter per unit: several calls a step, each ending after it starts
+        assert all(len(x) >= 6 and len(x) % 2 == 0 for x in stamps)
+        assert all(e >= b for x in stamps for b, e in zip(x[0::2], x[1::2], strict=True))
+    got = _collectives_us(recs, 1)
+    assert got is not None
+    own, half = got
+    assert own > 0 and half >= 0
 
 
 def test_an_error_inside_the_noise_is_not_claimed() -> None:
