@@ -413,7 +413,8 @@ def skew(profile: CommProfile | None) -> Skew | None:
         + ", ".join(f"{t:.0f}" for _, t in pts) + " us); "
         + (f"busy-mode collectives less {kappa * w_busy:.0f} us, plus" if busy_mode else
            "idle-mode collectives plus") + f" {SYNC_SHARE:g} x that wait after the job's own "
-        "compute (what the later rank adds over the typical one)"))
+        "compute (what the later rank adds over the typical one; on CPU hosts whose ranks "
+        "fill the cores a replay of the job, replay-comm, measures the waits themselves)"))
 
 
 def replay_skew(profile: CommProfile | None) -> Skew | None:
