@@ -96,7 +96,7 @@ Usage::
         [--nproc 2] [--traces N] [--no-plain-single] [--cluster PRESET]
         [--malloc default|fixed]
     python benchmarks/accuracy.py --repredict OLD.json --keep DIR [--output NEW.json]
-        [--replay-gaps on|off]
+        [--drop-calibration KEY,KEY...]
     python benchmarks/accuracy.py --merge RUN1.json RUN2.json ... [--output ALL.json]
 
 ``--repredict`` runs no job: it predicts every kept repetition again with the current
@@ -820,7 +820,6 @@ def run_benchmark(cases: tuple[Case, ...], *, reps: int, steps: int, warmup: int
                                     else round(ot[0], 1),
                                     "measured_other_threads_runqueue_us": None if ot is None
                                     else round(ot[1], 1),
-
                                     "predicted_compute_us": b0["compute_us"],
                                     "predicted_exposed_comm_us": b0["exposed_comm_us"]}
                     if co is not None:  # stamped collectives (FSDP2's, not DDP's)
@@ -878,30 +877,28 @@ def run_benchmark(cases: tuple[Case, ...], *, reps: int, steps: int, warmup: int
     return doc
 
 
-def _without_replay_gaps(profile: Path) -> Path:
-    """A copy of the replayed ``profile`` beside it (``*-nogaps.json``) without the ranks'
-    arrival gaps ``replay-comm`` records (``simulate`` then prices the waits with the
-    rank-skew probe's line, as before 2026-11-29): the ablation ``--replay-gaps off``."""
-    from echo_sim.measure.comm_replay import REPLAY_GAP, REPLAY_WORK
-
+def _without_calibration(profile: Path, keys: tuple[str, ...]) -> Path:
+    """A copy of ``profile`` beside it (``*-without.json``) with the calibration ``keys``
+    removed: an ablation of ``--repredict`` (``--drop-calibration``; e.g. a replay's
+    ``replay_gap_us`` / ``replay_work_us``, or the chained probe's ``chain_*``, after which
+    ``simulate`` prices the waits as before 2026-11-29)."""
     raw = json.loads(profile.read_text())
-    for key in (REPLAY_GAP, REPLAY_WORK):
+    for key in keys:
         raw.get("calibration", {}).pop(key, None)
-    out = profile.with_name(profile.stem + "-nogaps.json")
+    out = profile.with_name(profile.stem + "-without.json")
     out.write_text(json.dumps(raw))
     return out
 
 
 def repredict(doc: dict[str, Any], root: Path, cluster: str | None = None, *,
-              replay_gaps: bool = True) -> dict[str, Any]:
+              drop: tuple[str, ...] = ()) -> dict[str, Any]:
     """Predict again every measured repetition of ``doc`` (a result document whose run kept
     its files under ``root``, ``--keep``) from its kept trace and comm profile, with the
     current models (through the simulate command, run in ``root``); measurements are reused
     as they are, a diagnosed repetition's simulated figures are made again. A replayed second
     profile's predictions (``--second-profile-replay``) are made again from the kept replay
-    profiles (``replay_gaps`` False: without the arrival gaps they carry,
-    :func:`_without_replay_gaps`); a busy-mode one's (``--second-profile-busy-us``) are kept
-    as they were. A repetition whose prediction fails keeps its measurement and the error.
+    profiles; a busy-mode one's (``--second-profile-busy-us``) are kept as they were.
+    ``drop``: calibration keys left out of every profile first (:func:`_without_calibration`). A repetition whose prediction fails keeps its measurement and the error.
     Returns a new document."""
     replayed = str(doc["method"].get("second_comm_profile", "")).startswith("replay-comm")
     cases = tuple(Case(layout=r["layout"], size=r["model"], nproc=r["nproc"])
@@ -917,8 +914,11 @@ def repredict(doc: dict[str, Any], root: Path, cluster: str | None = None, *,
             # a diagnosed repetition's simulated timeline is written again, so that its
             # figures beside the real job's are today's model's too
             dg = "simulated" in rec.get("diagnosis", {})
+            comm = root / f"rep{r}" / "comm.json"
+            if drop and comm.exists():
+                comm = _without_calibration(comm, drop)
             try:
-                pred = _predict(base / "trace", case, root / f"rep{r}" / "comm.json",
+                pred = _predict(base / "trace", case, comm,
                                 base / f"{case.layout}-sim" if dg else None, cluster,
                                 root=root)
             except SimulateError as e:
@@ -952,8 +952,8 @@ def repredict(doc: dict[str, Any], root: Path, cluster: str | None = None, *,
             replay = base / f"{case.layout}-replay.json"
             if replayed and "second_predicted_us" in rec and replay.exists():
                 try:
-                    pb = _predict(base / "trace", case, replay if replay_gaps
-                                  else _without_replay_gaps(replay), None, cluster, root=root)
+                    pb = _predict(base / "trace", case, _without_calibration(replay, drop)
+                                  if drop else replay, None, cluster, root=root)
                     new.update(second_predicted_us=round(pb["iteration_time_us"], 1),
                                second_error_pct=round(_err_pct(pb["iteration_time_us"],
                                                                rec["measured_us"]), 2))
@@ -977,9 +977,9 @@ def repredict(doc: dict[str, Any], root: Path, cluster: str | None = None, *,
     out["date"] = doc["date"]
     out["method"]["repredicted"] = time.strftime("%Y-%m-%dT%H:%M:%S")
     if replayed:
-        out["method"]["second_comm_profile"] = doc["method"]["second_comm_profile"] + (
-            "" if replay_gaps else "; repredicted without the replay's arrival gaps "
-            "(--replay-gaps off: the rank-skew probe's line prices the waits)")
+        out["method"]["second_comm_profile"] = doc["method"]["second_comm_profile"]
+    if drop:
+        out["method"]["dropped_calibration"] = list(drop)
     return out
 
 
@@ -1440,11 +1440,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--repredict", default="", metavar="RESULT_JSON",
                    help="run no job: predict again the repetitions of RESULT_JSON from the "
                         "traces and profiles its run kept under --keep, with today's models")
-    p.add_argument("--replay-gaps", choices=("on", "off"), default="on",
-                   help="with --repredict of a --second-profile-replay run: off predicts the "
-                        "replay route again without the ranks' arrival gaps the replays "
-                        "recorded (an ablation: the rank-skew probe's line prices the waits, "
-                        "as before 2026-11-29); default on")
+    p.add_argument("--drop-calibration", default="", metavar="KEYS",
+                   help="with --repredict: leave these comma-separated calibration keys out "
+                        "of every kept profile first (an ablation: replay_gap_us,"
+                        "replay_work_us for a replay's measured waits; chain_gap_us,"
+                        "chain_work_us,chain_work_fractions for the chained skew probe; "
+                        "simulate then prices the waits as before 2026-11-29)")
     return p
 
 
@@ -1488,13 +1489,13 @@ def main(argv: list[str] | None = None) -> int:
     if not cases and not a.repredict:
         have = ", ".join(f"{c.size}: {c.layout}" for c in CASES if c.size in sizes)
         p.error(f"no case for --layouts {a.layouts} on --sizes {a.sizes} (cases: {have})")
-    if a.replay_gaps == "off" and not a.repredict:
-        p.error("--replay-gaps off: only with --repredict (a new run's replays record them)")
+    if a.drop_calibration and not a.repredict:
+        p.error("--drop-calibration: only with --repredict (an ablation of a kept run)")
     if a.repredict:
         if not a.keep:
             p.error("--repredict needs --keep DIR: where that run kept its files")
         doc = repredict(json.loads(Path(a.repredict).read_text()), Path(a.keep), a.cluster,
-                        replay_gaps=a.replay_gaps == "on")
+                        drop=tuple(k for k in a.drop_calibration.split(",") if k))
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(json.dumps(doc, indent=1) + "\n")
         print(table(doc))

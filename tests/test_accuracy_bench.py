@@ -290,8 +290,9 @@ def test_repredict_goes_through_the_cli(kept_run: Path, tmp_path: Path) -> None:
 def test_repredict_makes_the_replay_route_again_with_or_without_its_gaps(
         kept_run: Path, tmp_path: Path) -> None:
     """A --second-profile-replay run: --repredict predicts the replay route again from the
-    kept replay profile; --replay-gaps off from a copy without the ranks' arrival gaps
-    (the rank-skew probe's line then prices the waits, which here are far smaller)."""
+    kept replay profile; --drop-calibration replay_gap_us,replay_work_us from a copy without
+    the ranks' arrival gaps (the rank-skew probe's line then prices the waits, which here
+    are far smaller)."""
     case = Case(layout="fsdp", size="bert")
     prof = json.loads(PROFILE.read_text())
     prof["run_time"] = "last_arrival"  # a replay over a calibrated profile's clock
@@ -311,20 +312,23 @@ def test_repredict_makes_the_replay_route_again_with_or_without_its_gaps(
     old = tmp_path / "old.json"
     old.write_text(json.dumps(doc))
     got = {}
-    for gaps in ("on", "off"):
+    for gaps, drop in (("on", []), ("off", ["--drop-calibration",
+                                             "replay_gap_us,replay_work_us"])):
         new = tmp_path / f"{gaps}.json"
         assert main(["--repredict", str(old), "--keep", str(kept_run), "--output", str(new),
-                     "--replay-gaps", gaps]) == 0
+                     *drop]) == 0
         got[gaps] = json.loads(new.read_text())["cases"][0]["reps"][0]
         assert got[gaps]["second_predicted_us"] > 1.0
     # the FSDP2 BERT step's synchronisations, each + 10 ms with the replay's gaps
     assert got["on"]["second_predicted_us"] > got["off"]["second_predicted_us"] + 100_000
-    nogaps = json.loads((replay.parent / "fsdp-replay-nogaps.json").read_text())
-    assert "replay_gap_us" not in nogaps["calibration"]
-    assert "without the replay's arrival gaps" in json.loads(
-        (tmp_path / "off.json").read_text())["method"]["second_comm_profile"]
+    nogaps = json.loads((replay.parent / "fsdp-replay-without.json").read_text())
+    assert "replay_gap_us" not in nogaps["calibration"] and nogaps["calibration"]
+    assert json.loads((tmp_path / "off.json").read_text())["method"][
+        "dropped_calibration"] == ["replay_gap_us", "replay_work_us"]
+    # the looped profile went through the same copy, its other calibration kept
+    assert (kept_run / "rep0" / "comm-without.json").is_file()
     with pytest.raises(SystemExit):  # the ablation is for kept runs only
-        main(["--replay-gaps", "off", "--sizes", "bert", "--layouts", "ddp"])
+        main(["--drop-calibration", "replay_gap_us", "--sizes", "bert", "--layouts", "ddp"])
 
 
 def test_stamped_collectives_give_the_ranks_mean_time_and_half_their_arrival_gaps() -> None:

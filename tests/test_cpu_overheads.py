@@ -15,6 +15,7 @@ import pytest
 
 from echo_sim.cost.comm_profile import CommProfile, load_comm_profile, save_comm_profile
 from echo_sim.cost.cpu_overheads import (
+    chain_skew,
     contention,
     dtensor_dispatch,
     fair_share_bound,
@@ -378,6 +379,38 @@ def test_simulate_adds_host_costs_only_for_dtensor_layouts(prof: CommProfile,
     fsdp_bare = simulate(tr, SimConfig(dp=2, fsdp=True, comm_profile=str(no_cal)))
     assert any(m.startswith("FSDP2 hooks per unit") for m in fsdp.models)
     assert fsdp.ranks[0].compute_us > fsdp_bare.ranks[0].compute_us
+
+
+def test_the_chained_probe_prices_a_wait_by_its_levels(prof: CommProfile) -> None:
+    """Chained all-reduces (no barrier) after four levels of compute, in turn: each level's
+    mean compute and mean arrival gap are the curve, linear between, flat past the ends;
+    it takes the place of the 4 KiB probe's line, and a replay's gaps take its place."""
+    fractions = [0.0, 0.25, 0.75, 2.0]
+    # two rounds of the four levels: compute 0 / 1000 / 3000 / 8000 us (both rounds alike),
+    # gaps 100 and 300 (mean 200) at no compute, then 600, 900, 1000 on average
+    work = [0.0, 1000.0, 3000.0, 8000.0] * 2
+    gaps = [100.0, 500.0, 800.0, 1000.0, 300.0, 700.0, 1000.0, 1000.0]
+    cal = {**prof.calibration, "chain_gap_us": gaps, "chain_work_us": work,
+           "chain_work_fractions": fractions}
+    chained = dataclasses.replace(prof, run_time="last_arrival", calibration=cal)
+    sk = skew(chained)
+    assert sk is not None and sk == chain_skew(chained)
+    assert sk.points == ((0.0, 200.0), (1000.0, 600.0), (3000.0, 900.0), (8000.0, 1000.0))
+    assert sk.gap_at(0.0) == 200.0 and sk.gap_at(2000.0) == pytest.approx(750.0)
+    assert sk.gap_at(50_000.0) == 1000.0  # flat past the last level
+    assert sk.wait_us(2000.0) == pytest.approx(0.5 * 750.0)
+    assert sk.kappa == pytest.approx(800.0 / 8000.0)  # reported: first to last level
+    assert sk.samples == 8 and "chained" in sk.note and "600 us apart after 1.0 ms" in sk.note
+    # an idle-mode profile's collectives hold no wait of their own
+    assert sk.w_busy_us == 0.0 and sk.collective_us(1000.0, 2000.0) == pytest.approx(1375.0)
+    # a replay's gaps win over the chain; without the chain, the 4 KiB probe's line
+    rep = dataclasses.replace(chained, calibration={**cal, "replay_gap_us": [400.0]})
+    assert skew(rep).gap_us == 400.0  # type: ignore[union-attr]
+    assert chain_skew(prof) is None and skew(prof).points == ()  # type: ignore[union-attr]
+    # lists that do not fit their levels are not read as a curve
+    bad = dataclasses.replace(chained, calibration={**cal, "chain_gap_us": gaps[:7],
+                                                    "chain_work_us": work[:7]})
+    assert chain_skew(bad) is None
 
 
 def test_a_replays_arrival_gaps_price_every_synchronisation(prof: CommProfile) -> None:

@@ -228,6 +228,7 @@ def test_gloo_profile_carries_host_calibration() -> None:
         skew,
     )
     from echo_sim.measure.host_overheads import (
+        CHAIN_WORK_FRACTIONS,
         DDP_CONFIGS,
         FSDP_CONFIGS,
         FSDP_UNITS,
@@ -271,6 +272,16 @@ def test_gloo_profile_carries_host_calibration() -> None:
     assert "dtensor_fw_us" not in cal  # the one-rank-mesh samples of older profiles
     # rounds x SYNC_ROUNDS_FACTOR x 3 amounts of work x 2 ranks
     assert len(cal["sync_us"]) == len(cal["sync_work_us"]) == rounds * SYNC_ROUNDS_FACTOR * 3 * 2
+    # the chained all-reduces: rounds x SYNC_ROUNDS_FACTOR / 2 rounds of every level, the
+    # same lists on both ranks (kept once); one host clock: no gap below zero; the levels'
+    # compute grows with their share of the work
+    chain = rounds * SYNC_ROUNDS_FACTOR // 2 * len(CHAIN_WORK_FRACTIONS)
+    assert len(cal["chain_gap_us"]) == len(cal["chain_work_us"]) == chain
+    assert cal["chain_work_fractions"] == list(CHAIN_WORK_FRACTIONS)
+    assert min(cal["chain_gap_us"]) >= 0.0
+    k = len(CHAIN_WORK_FRACTIONS)
+    means = [sum(cal["chain_work_us"][i::k]) / (chain // k) for i in range(k)]
+    assert means == sorted(means) and means[-1] > means[0]
     # overlap rounds: every size in every round, on both ranks, aligned lists
     n = rounds * len(OVERLAP_BYTES) * 2
     assert all(len(cal[k]) == n for k in cal if k.startswith("overlap_"))
@@ -280,7 +291,8 @@ def test_gloo_profile_carries_host_calibration() -> None:
     assert contention(prof, 2) is not None and dtensor_dispatch(prof) is not None
     unit = fsdp_unit(prof)
     assert unit is not None and "units of transformer MLP blocks" in unit.note
-    assert skew(prof) is not None
+    sk = skew(prof)
+    assert sk is not None and len(sk.points) == k and "chained" in sk.note
     assert comm_overlap(prof, 2) is not None and ddp_hooks(prof) is not None
     off = measure_comm_profile(ProfileSpec(nproc=2, sizes_bytes=(4096,), iters=1, warmup=0,
                                            ops=("all_reduce",), backend="gloo", progress=False,

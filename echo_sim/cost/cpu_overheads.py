@@ -130,6 +130,7 @@ __all__ = [
     "tp_optimizer_per_param",
     "plane_fit",
     "robust",
+    "chain_skew",
     "replay_skew",
     "skew",
     "SYNC_SHARE",
@@ -362,19 +363,31 @@ class Skew:
     samples: int
     note: str
     gap_us: float | None = None  # a replay's measured mean arrival gap, whatever the compute
+    # the chained probe's (compute µs, mean arrival gap µs) levels, ascending compute
+    points: tuple[tuple[float, float], ...] = ()
+
+    def gap_at(self, w_us: float) -> float:
+        """The ranks' expected arrival gap ``E|X0 - X1|`` at a synchronisation after
+        ``w_us`` of compute: a replay's mean gap; else the chained probe's levels, linear
+        between them and flat past either end; else ``kappa · w_us``."""
+        if self.gap_us is not None:
+            return self.gap_us
+        w = max(w_us, 0.0)
+        if self.points:
+            return float(np.interp(w, [x for x, _ in self.points],
+                                   [y for _, y in self.points]))
+        return self.kappa * w
 
     def wait_us(self, w_us: float) -> float:
         """What a synchronisation after ``w_us`` of compute costs the step over the typical
-        rank: ``SYNC_SHARE · kappa · w_us`` (see the module docstring), or ``SYNC_SHARE ·
-        gap_us`` where a replay of the job measured the gap itself."""
-        if self.gap_us is not None:
-            return SYNC_SHARE * self.gap_us
-        return SYNC_SHARE * self.kappa * max(w_us, 0.0)
+        rank: ``SYNC_SHARE · gap_at(w_us)`` (see the module docstring)."""
+        return SYNC_SHARE * self.gap_at(w_us)
 
     def collective_us(self, t_busy_us: float, w_us: float) -> float:
         """A collective measured ``t_busy_us`` in busy mode, issued after ``w_us`` of
         compute since the last synchronisation (see the module docstring)."""
-        return max(t_busy_us - self.kappa * self.w_busy_us, 0.0) + self.wait_us(w_us)
+        own = self.gap_at(self.w_busy_us) if self.w_busy_us > 0 else 0.0  # idle: none
+        return max(t_busy_us - own, 0.0) + self.wait_us(w_us)
 
 
 def skew(profile: CommProfile | None) -> Skew | None:
@@ -385,6 +398,9 @@ def skew(profile: CommProfile | None) -> Skew | None:
     if replayed is not None:
         return replayed
     got = _get(profile, "sync_work_us", "sync_us", "contention_busy_us")
+    chained = chain_skew(profile, got[2] if got is not None else None)
+    if chained is not None:
+        return chained
     if got is None:
         return None
     work, sync, busy = got
@@ -415,6 +431,40 @@ def skew(profile: CommProfile | None) -> Skew | None:
            "idle-mode collectives plus") + f" {SYNC_SHARE:g} x that wait after the job's own "
         "compute (what the later rank adds over the typical one; on CPU hosts whose ranks "
         "fill the cores a replay of the job, replay-comm, measures the waits themselves)"))
+
+
+def chain_skew(profile: CommProfile | None,
+               busy: Sequence[float] | None = None) -> Skew | None:
+    """The ranks' arrival gap against the compute before a synchronisation from the chained
+    probe (``chain_gap_us`` / ``chain_work_us``,
+    :func:`echo_sim.measure.host_overheads.measure_host_overheads`), or None (profiles
+    before 2026-11-29). The probe meets its all-reduces as a job does, one after the other
+    with compute between and no barrier, so each gap holds the previous collective's late
+    return carried over as well as the drift during the compute; the points are each level's
+    mean compute and mean gap (the plain mean: the late returns are the cost). ``busy``: the
+    contention work's samples, for a busy-mode profile's own skew (as :func:`skew`)."""
+    if profile is None:
+        return None
+    gaps = profile.calibration.get("chain_gap_us") or []
+    work = profile.calibration.get("chain_work_us") or []
+    levels = len(profile.calibration.get("chain_work_fractions") or [])
+    if not gaps or len(gaps) != len(work) or not levels or len(gaps) % levels:
+        return None
+    pts = sorted((statistics.fmean(work[k::levels]), statistics.fmean(gaps[k::levels]))
+                 for k in range(levels))
+    busy_mode = profile.run_time != "last_arrival" and any(
+        op == "compute" for op, _ in profile.samples)
+    w_busy = statistics.median(busy) if busy_mode and busy else 0.0
+    (w0, g0), (w1, g1) = pts[0], pts[-1]
+    kappa = max((g1 - g0) / (w1 - w0), 0.0) if w1 > w0 else 0.0
+    return Skew(kappa=kappa, w_busy_us=w_busy, samples=len(gaps), points=tuple(pts), note=(
+        "rank skew: the ranks arrive at a synchronisation "
+        + ", ".join(f"{g:.0f} us apart after {w / 1e3:.1f} ms" for w, g in pts)
+        + " of compute (1 MiB all-reduces chained with compute between and no barrier, "
+        "both ranks' start times on the host clock; linear between, flat past either end); "
+        + ("busy-mode collectives less that gap after their work, plus" if busy_mode else
+           "idle-mode collectives plus") + f" {SYNC_SHARE:g} x it after the job's own "
+        "compute (what the later rank adds over the typical one)"))
 
 
 def replay_skew(profile: CommProfile | None) -> Skew | None:

@@ -60,6 +60,18 @@ spread:
   1 or 2 runs of the contention work on every rank (:data:`SYNC_ROUNDS_FACTOR` times the
   other quantities' rounds), against that rank's work time — how
   the wait at a synchronisation grows with the compute before it;
+* ``chain_gap_us`` / ``chain_work_us`` (``chain_work_fractions``: the levels, in turn):
+  the ranks' arrival gap (the latest rank's start
+  less the earliest's, on the host clock the processes share) at each of a chain of
+  :data:`CHAIN_BYTES` all-reduces with no barrier between them, each after
+  :data:`CHAIN_WORK_FRACTIONS` of the contention work on every rank (its longest rank's
+  time): the way a job meets its synchronisations, one after the other with its compute
+  between. On a host whose ranks fill the cores one rank often leaves a collective late and
+  stays late through the next compute (2-process FSDP2 jobs on a 2-core VM: correlation
+  0.78-0.92 between a collective's exit gap and the next one's arrival gap, mean gaps
+  ~0.55 ms whatever the compute between), which the 4 KiB probe after a barrier misses. The
+  same on every rank (:data:`CONFIG_KEYS`); recorded where ``measure_host_overheads`` is
+  given the work's products;
 * ``overlap_bytes`` / ``overlap_comm_alone_us`` / ``overlap_comm_busy_us`` /
   ``overlap_work_alone_us`` / ``overlap_work_busy_us``: an all-reduce of
   :data:`OVERLAP_BYTES` alone, and issued asynchronously right before the contention work
@@ -89,7 +101,12 @@ OPTIM_PARAMS = 4  # parameters in the optimizer microbenchmark
 # lists that describe the measured configurations, the same on every rank: kept once
 CONFIG_KEYS = frozenset({"tp_act_bytes", "tp_block_dtensor_params", "fsdp_params",
                          "fsdp_unit_bytes", "fsdp_blocks", "ddp_params", "ddp_bytes",
-                         "ddp_blocks"})
+                         "ddp_blocks", "chain_gap_us", "chain_work_us",
+                         "chain_work_fractions"})
+CHAIN_BYTES = 1 << 20  # the chained all-reduce: a layer's gradients or parameters
+# shares of the contention work (~5 ms alone) before each chained all-reduce, in turn:
+# back to back, a small FSDP2 unit's compute, a large one's, a DDP backward's
+CHAIN_WORK_FRACTIONS = (0.0, 0.25, 0.75, 2.0)
 FSDP_UNITS = 2  # fully_shard units in the FSDP2 microbenchmark
 # (MLP blocks per unit, their hidden width): a per-unit, a per-parameter and a per-byte part
 # over the range of a transformer layer's 6-24 parameters and 0.1-2 MiB (Linear units of 2-6
@@ -163,6 +180,37 @@ def _sync_wait(rounds: int, work: Callable[[], Any]) -> dict[str, list[float]]:
             out["sync_work_us"].append((t1 - t0) * 1e6)
             out["sync_us"].append(float(took[0]))
     return out
+
+
+def _chain(rounds: int, products: Callable[[int], Any], reps: int) -> dict[str, list[float]]:
+    """The chained all-reduces of the module docstring (``chain_gap_us`` /
+    ``chain_work_us``): ``rounds`` times, for each of :data:`CHAIN_WORK_FRACTIONS` in turn,
+    that share of the work's ``reps`` products, then a :data:`CHAIN_BYTES` all-reduce with
+    no barrier before it. Collective: every rank must call it."""
+    import torch
+    import torch.distributed as dist
+
+    x = torch.ones(CHAIN_BYTES // 4)
+    dist.all_reduce(x)  # warm the connection for this size
+    plan = [max(0, round(f * reps)) for f in CHAIN_WORK_FRACTIONS]
+    dist.barrier()  # the chain starts together; nothing in it waits for a barrier again
+    starts, works = [], []
+    for _ in range(rounds):
+        for n in plan:
+            t0 = time.perf_counter()
+            products(n)
+            t1 = time.perf_counter()
+            dist.all_reduce(x)
+            starts.append(t1 * 1e6)
+            works.append((t1 - t0) * 1e6)
+    late = torch.tensor(starts, dtype=torch.float64)
+    early = late.clone()
+    dist.all_reduce(late, op=dist.ReduceOp.MAX)
+    dist.all_reduce(early, op=dist.ReduceOp.MIN)
+    work = torch.tensor(works, dtype=torch.float64)
+    dist.all_reduce(work, op=dist.ReduceOp.MAX)  # the same lists on every rank
+    return {"chain_gap_us": (late - early).tolist(), "chain_work_us": work.tolist(),
+            "chain_work_fractions": list(CHAIN_WORK_FRACTIONS)}
 
 
 def _overlap(rounds: int, work: Callable[[], Any]) -> dict[str, list[float]]:
@@ -417,12 +465,15 @@ def _copy_bw(reps: int) -> list[float]:
 
 
 def measure_host_overheads(rank: int, nproc: int, work: Callable[[], Any], *,
-                           rounds: int = DEFAULT_ROUNDS) -> dict[str, list[float]]:
+                           rounds: int = DEFAULT_ROUNDS,
+                           products: Callable[[int], Any] | None = None,
+                           reps: int = 0) -> dict[str, list[float]]:
     """Every quantity of the module docstring as a list of samples (this rank's): ``rounds``
-    samples of each (the rank-skew probe :data:`SYNC_ROUNDS_FACTOR` times that).
+    samples of each (the rank-skew probes :data:`SYNC_ROUNDS_FACTOR` times that).
 
-    ``work``: the fixed compute for the contention rounds (``busy_us`` of matrix products).
-    Collective: every rank must call it.
+    ``work``: the fixed compute for the contention rounds (``busy_us`` of matrix products);
+    ``products(n)`` runs ``n`` of its ``reps`` products (the chained all-reduces' shares of
+    it; without them no chain is measured). Collective: every rank must call it.
     """
     import torch.distributed as dist
     from torch.distributed.device_mesh import init_device_mesh
@@ -430,6 +481,8 @@ def measure_host_overheads(rank: int, nproc: int, work: Callable[[], Any], *,
     alone, busy = _contention(rank, rounds, work)
     out: dict[str, list[float]] = {"contention_alone_us": alone, "contention_busy_us": busy}
     out.update(_sync_wait(SYNC_ROUNDS_FACTOR * rounds, work))
+    if products is not None and reps > 0:
+        out.update(_chain(SYNC_ROUNDS_FACTOR * rounds // 2, products, reps))
     out.update(_overlap(rounds, work))
     # the world mesh: tensor parallelism over every profiled rank, as the job's
     world = init_device_mesh("cpu", (nproc,))

@@ -348,7 +348,8 @@ def _host_overheads(spec: ProfileSpec, rank: int, nproc: int, device: Any
     import torch.distributed as dist
 
     work = calibrate_busy(_CONTENTION_WORK_US, rank, nproc, device)
-    mine = measure_host_overheads(rank, nproc, work.run, rounds=spec.host_rounds)
+    mine = measure_host_overheads(rank, nproc, work.run, rounds=spec.host_rounds,
+                                  products=work.products, reps=work.reps)
     every: list[Any] = [None] * nproc
     dist.all_gather_object(every, mine)
     pooled: dict[str, list[float]] = {}
