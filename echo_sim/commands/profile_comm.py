@@ -109,11 +109,12 @@ COMMAND = Command(
                  "changes how often it stalls); also records the compute slowdown of ranks "
                  "running at once (default 0: idle mode)"),
         arg("--no-host-overheads", action="store_true",
-            help="gloo on CPU: skip the host microbenchmarks (compute contention, DTensor "
-                 "dispatch, DTensor optimizer, FSDP2 hooks) that simulate calibrates from"),
+            help="gloo on CPU: skip the host microbenchmarks (compute contention, the "
+                 "ranks' arrival gaps at chained all-reduces, DTensor dispatch, DTensor "
+                 "optimizer, FSDP2 and DDP hooks) that simulate calibrates from"),
         arg("--host-rounds", type=int_in(*HOST_ROUNDS_RANGE), default=DEFAULT_ROUNDS,
             help=f"gloo on CPU: samples of each host microbenchmark (default {DEFAULT_ROUNDS}; "
-                 f"the rank-skew probe runs {SYNC_ROUNDS_FACTOR}x as many). Fewer make a "
+                 f"the rank-skew probes run {SYNC_ROUNDS_FACTOR}x as many). Fewer make a "
                  "quicker profile whose host calibration moves more between profiles"),
         arg("--force", action="store_true", help="replace an existing --output file"),
         arg("--no-progress", action="store_true", help="no progress bar on stderr"),

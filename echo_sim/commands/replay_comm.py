@@ -33,8 +33,10 @@ where the looped profile's rank-skew probe scales a wait with the compute before
 
 Measured against real 2-process jobs on a 2-core host (README, accuracy section): on a
 quiet host this route predicted DDP and FSDP2 jobs 0.7-5.7 points closer than the looped
-profile over 20 paired repetitions (both under-predict); on a noisy one, before the gaps
-were recorded, it was no better. simulate's default stays the looped profile.
+profile with its older skew probe over 20 paired repetitions (both under-predict); against
+the looped profile with its chained skew probe (since 2026-11-29) it was closer for DDP
+and about even for FSDP2 over 10. On a noisy host, before the gaps were recorded, it was
+no better. simulate's default stays the looped profile.
 """
 
 

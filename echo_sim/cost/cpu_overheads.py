@@ -61,7 +61,12 @@ contention factor like every other op.
   ``max(t_busy(S) - kappa · W_busy, 0) + SYNC_SHARE · kappa · W``; an idle-mode profile (a
   barrier before each timed collective, the last-arriving rank's clock) has ``W_busy = 0``.
   The typical rank is what the simulator runs: the one-process trace's compute, as
-  :mod:`echo_sim.workload.ops` takes it (medians over the captured steps). A profile made
+  :mod:`echo_sim.workload.ops` takes it (medians over the captured steps). Profiles since
+  2026-11-29 also chain 1 MiB all-reduces with compute between and no barrier
+  (:func:`chain_skew`): the gap at each of four levels of compute, a late return carried to
+  the next synchronisation included, which the line after a barrier misses (2-process FSDP2
+  jobs on a 2-core VM paid 1.6-5.0 ms a step where the line priced 0.6-1.1 and the chain
+  2.8-5.0); ``gap(W)`` is then that curve, linear between the levels. A profile made
   by ``replay-comm`` (the job's own step replayed) carries the ranks' arrival gap at every
   replayed call; on its last-arrival clock each synchronisation then costs ``SYNC_SHARE ·
   mean gap`` (:func:`replay_skew`): on a host whose ranks fill the cores the gap is mostly
