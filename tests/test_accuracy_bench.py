@@ -319,8 +319,9 @@ def test_repredict_makes_the_replay_route_again_with_or_without_its_gaps(
                      *drop]) == 0
         got[gaps] = json.loads(new.read_text())["cases"][0]["reps"][0]
         assert got[gaps]["second_predicted_us"] > 1.0
-    # the FSDP2 BERT step's synchronisations, each + 10 ms with the replay's gaps
-    assert got["on"]["second_predicted_us"] > got["off"]["second_predicted_us"] + 100_000
+    # the FSDP2 BERT step's synchronisations (14), each + 10 ms with the replay's gaps, less
+    # what the probe's line prices them at (a few ms, with the trace's compute)
+    assert got["on"]["second_predicted_us"] > got["off"]["second_predicted_us"] + 50_000
     nogaps = json.loads((replay.parent / "fsdp-replay-without.json").read_text())
     assert "replay_gap_us" not in nogaps["calibration"] and nogaps["calibration"]
     assert json.loads((tmp_path / "off.json").read_text())["method"][
