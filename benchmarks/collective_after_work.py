@@ -63,7 +63,14 @@ from echo_sim.cost.comm_profile import trimmed_mean
 from echo_sim.errors import EchoError
 from echo_sim.measure.profile_comm import parse_sizes
 from echo_sim.measure.ranks import join_ranks, run_ranks, write_result
-from echo_sim.measure.work import BusyWork, calibrate_busy, make_op, to_run_clock, whole_numel
+from echo_sim.measure.work import (
+    BusyWork,
+    calibrate_busy,
+    make_op,
+    rank_spread,
+    to_run_clock,
+    whole_numel,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # run as a script: benchmarks.accuracy for the thread reads
@@ -121,17 +128,13 @@ def _worker(rank: int, nproc: int, store: str, ops: list[str], sizes: list[int],
                     if o0 is not None and o1 is not None:
                         helpers[i] = (o1[0] - o0[0]) * 1e6
                 to_run_clock(times, "last_arrival", nproc)  # profile-comm's clock
-                # the processes share the host's monotonic clock (perf_counter): the ranks'
-                # arrival and exit gaps are the latest stamp less the earliest
-                late, early = stamps.clone(), stamps.clone()
-                dist.all_reduce(late, op=dist.ReduceOp.MAX)
-                dist.all_reduce(early, op=dist.ReduceOp.MIN)
+                spread = rank_spread(stamps)  # the ranks' arrival and exit gaps
                 dist.all_reduce(helpers)  # summed over the ranks, then per rank
                 key = f"{op}|{n}|{mode}"
                 samples.setdefault(key, []).extend(times.tolist())
                 g = gaps.setdefault(key, [[], [], []])
-                g[0].extend((late[0] - early[0]).tolist())
-                g[1].extend((late[1] - early[1]).tolist())
+                g[0].extend(spread[0].tolist())
+                g[1].extend(spread[1].tolist())
                 g[2].extend((helpers / nproc).tolist())
     if rank == 0:
         write_result(result_path, {"samples": samples, "gaps": gaps})

@@ -169,7 +169,13 @@ def _worker(rank: int, nproc: int, store_path: str, plan: dict[str, Any], clock:
     import torch.distributed as dist
 
     from echo_sim.measure.ranks import join_ranks, write_result
-    from echo_sim.measure.work import calibrate_busy, make_op, to_run_clock, whole_numel
+    from echo_sim.measure.work import (
+        calibrate_busy,
+        make_op,
+        rank_spread,
+        to_run_clock,
+        whole_numel,
+    )
 
     join_ranks(rank, nproc, store_path, "gloo")
     try:
@@ -193,15 +199,10 @@ def _worker(rank: int, nproc: int, store_path: str, plan: dict[str, Any], clock:
             work.products(tail)
         times = torch.tensor(own, dtype=torch.float64)
         to_run_clock(times, clock, nproc)
-        # the ranks' arrival gap at each call: the processes share the host's clock
-        # (perf_counter is CLOCK_MONOTONIC), so the latest start less the earliest
-        late = torch.tensor(starts, dtype=torch.float64)
-        early = late.clone()
-        dist.all_reduce(late, op=dist.ReduceOp.MAX)
-        dist.all_reduce(early, op=dist.ReduceOp.MIN)
+        gaps = rank_spread(torch.tensor(starts, dtype=torch.float64))  # arrival gaps
         if rank == 0:
             write_result(result_path, {"times_us": times.tolist(), "products_per_us": per_us,
-                                       "gaps_us": (late - early).tolist()})
+                                       "gaps_us": gaps.tolist()})
         dist.barrier()
     finally:
         dist.destroy_process_group()

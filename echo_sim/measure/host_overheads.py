@@ -190,6 +190,8 @@ def _chain(rounds: int, products: Callable[[int], Any], reps: int) -> dict[str, 
     import torch
     import torch.distributed as dist
 
+    from echo_sim.measure.work import rank_spread
+
     x = torch.ones(CHAIN_BYTES // 4)
     dist.all_reduce(x)  # warm the connection for this size
     plan = [max(0, round(f * reps)) for f in CHAIN_WORK_FRACTIONS]
@@ -203,13 +205,10 @@ def _chain(rounds: int, products: Callable[[int], Any], reps: int) -> dict[str, 
             dist.all_reduce(x)
             starts.append(t1 * 1e6)
             works.append((t1 - t0) * 1e6)
-    late = torch.tensor(starts, dtype=torch.float64)
-    early = late.clone()
-    dist.all_reduce(late, op=dist.ReduceOp.MAX)
-    dist.all_reduce(early, op=dist.ReduceOp.MIN)
+    gaps = rank_spread(torch.tensor(starts, dtype=torch.float64))
     work = torch.tensor(works, dtype=torch.float64)
     dist.all_reduce(work, op=dist.ReduceOp.MAX)  # the same lists on every rank
-    return {"chain_gap_us": (late - early).tolist(), "chain_work_us": work.tolist(),
+    return {"chain_gap_us": gaps.tolist(), "chain_work_us": work.tolist(),
             "chain_work_fractions": list(CHAIN_WORK_FRACTIONS)}
 
 

@@ -12,7 +12,8 @@ import statistics
 import time
 from typing import Any
 
-__all__ = ["BUSY_N", "BusyWork", "calibrate_busy", "make_op", "to_run_clock", "whole_numel"]
+__all__ = ["BUSY_N", "BusyWork", "calibrate_busy", "make_op", "rank_spread", "to_run_clock",
+           "whole_numel"]
 
 BUSY_N = 96
 """Side of the float32 matrices the busy work multiplies (~0.2 MFLOP a product)."""
@@ -110,3 +111,16 @@ def to_run_clock(times: Any, clock: str, members: int) -> None:
                     dist.ReduceOp.MIN if clock == "last_arrival" else dist.ReduceOp.MAX)
     if clock == "rank_mean":
         times /= members
+
+
+def rank_spread(stamps: Any) -> Any:
+    """The latest rank's value less the earliest's, elementwise, for every rank's
+    ``stamps`` (a float64 tensor of host-clock times, µs): the ranks' arrival (or exit) gap
+    at each call. The processes of one host share its monotonic clock (``perf_counter`` is
+    ``CLOCK_MONOTONIC``). Collective: every rank must call it; ``stamps`` is left as it was."""
+    import torch.distributed as dist
+
+    late, early = stamps.clone(), stamps.clone()
+    dist.all_reduce(late, op=dist.ReduceOp.MAX)
+    dist.all_reduce(early, op=dist.ReduceOp.MIN)
+    return late - early
