@@ -120,3 +120,38 @@ def test_simulate_stretches_ddp_buckets_overlapping_backward(prof: CommProfile,
     ca = sum(ga.dur_us[t] for t in compute)
     cb = sum(gb.dur_us[t] for t in compute)
     assert ca < cb <= ca + busy * (2000.0 / 1800.0 - 1.0) + 1e-6
+
+
+
+def _two_ranks(prof: CommProfile, extra: tuple[float, ...] = ()) -> CommProfile:
+    """Two ranks' 1 MiB rounds pooled in rank order (3 each): rank 0's work slowed in round 0,
+    rank 1's in rounds 1 and 2; ``extra``: one more round appended."""
+    rounds = [(MIB, 2000.0, 7000.0, 5000.0, b)
+              for busy in ((8000.0, 5000.0, 5000.0), (5000.0, 6500.0, 6500.0)) for b in busy]
+    if extra:
+        rounds.append(extra)
+    keys = ("overlap_bytes", "overlap_comm_alone_us", "overlap_comm_busy_us",
+            "overlap_work_alone_us", "overlap_work_busy_us")
+    cal = {**prof.calibration, **{k: [float(r[i]) for r in rounds] for i, k in enumerate(keys)}}
+    return dataclasses.replace(prof, world_size=2, calibration=cal)
+
+
+def test_the_compute_stretch_is_the_slower_rank_s_of_each_round(prof: CommProfile) -> None:
+    """The compute stretch of each round is the rank whose work took longer (the next
+    synchronisation waits for it), whichever rank that is; the collective's stretch and the
+    sample count keep both ranks' rounds."""
+    ov = comm_overlap(_two_ranks(prof), 2)
+    assert ov is not None and ov.samples == 6 and "slower rank" in ov.note
+    # the slower rank's W: 8000, 6500, 6500 (mean 7000 >= t 7000, the collective ended
+    # inside the work): s_work = t / (w - (W - t)) = 7000 / 5000
+    assert ov.work(MIB) == pytest.approx(1.4)
+    # s_comm from all six rounds (W mean 6000 < t): W / (d - (t - W)) = 6000 / 1000
+    assert ov.comm(MIB) == pytest.approx(6.0)
+
+
+def test_rounds_that_do_not_pair_by_rank_are_pooled(prof: CommProfile) -> None:
+    """Seven rounds do not split into two ranks' blocks: every round counts (the mean rank's
+    W of the six 1 MiB rounds is 6000 < t, so s_work = W / w = 1.2)."""
+    ov = comm_overlap(_two_ranks(prof, (KIB64, 400.0, 2000.0, 5000.0, 5200.0)), 2)
+    assert ov is not None and ov.samples == 7 and "slower rank" not in ov.note
+    assert ov.work(MIB) == pytest.approx(1.2)

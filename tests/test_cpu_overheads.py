@@ -22,6 +22,7 @@ from echo_sim.cost.cpu_overheads import (
     floor,
     fsdp_copy_us,
     fsdp_unit,
+    line_fit,
     optimizer_per_param,
     plane_fit,
     replay_skew,
@@ -142,9 +143,11 @@ def test_dtensor_dispatch_on_the_world_mesh(mesh_prof: CommProfile) -> None:
                             ("bw", got.bw_a_us, got.bw_b_us_per_byte, got.bw_us)):
         pts = sorted(_per_size(mesh_prof, phase).items())
         (x0, y0), (x1, y1) = pts
-        # a line through the two sizes' medians, clamped: b >= 0, a >= 0
-        assert b == pytest.approx(max((y1 - y0) / (x1 - x0), 0.0))
-        assert a == pytest.approx(max(y0 - b * x0, 0.0))
+        # least squares through the two sizes' medians with b >= 0: the line through both
+        # where they rise, else flat at their mean (not the smaller size's value)
+        slope = (y1 - y0) / (x1 - x0)
+        assert b == pytest.approx(max(slope, 0.0))
+        assert a == pytest.approx(y0 - slope * x0 if slope >= 0 else (y0 + y1) / 2)
         assert at(x0) >= 0 and at(x1) >= at(x0)
         # on the world mesh each call also issues collectives and books their waits:
         # hundreds of us per Linear on this host, not tens
@@ -496,3 +499,13 @@ def test_simulate_prices_dtensor_calls_by_their_activation_bytes(mesh_prof: Comm
         assert tp.ranks[0].compute_us - bare.ranks[0].compute_us == pytest.approx(added,
                                                                                   rel=1e-6)
         assert any("us/MiB of activation" in m for m in tp.models)
+
+
+def test_line_fit_is_least_squares_with_non_negative_terms() -> None:
+    """Through the medians per x; a falling slope is dropped and the level refitted (the
+    mean), a negative intercept likewise (the slope through the origin); three x's are a
+    least-squares line, not the line through the ends."""
+    assert line_fit([1, 1, 1, 3], [5, 1, 9, 9]) == pytest.approx((3.0, 2.0))  # medians 5, 9
+    assert line_fit([8, 512], [600, 450]) == pytest.approx((525.0, 0.0))
+    assert line_fit([1, 2], [1, 5]) == pytest.approx((0.0, 11 / 5))  # a = -3 dropped
+    assert line_fit([0, 1, 2], [0, 3, 2]) == pytest.approx((2 / 3, 1.0))

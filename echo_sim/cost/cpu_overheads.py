@@ -25,7 +25,8 @@ contention factor like every other op.
   the issue of its collectives and the bookkeeping of their waits:
   ``(t_dtensor_block - t_plain_block) / 2`` for forward and backward, ``>= 0``, as a line
   ``a + b · S`` in the block's activation bytes ``S`` (batch × seq × hidden × element size,
-  the replicated tensor at the column/row boundary) through the two measured sizes. The
+  the replicated tensor at the column/row boundary) by least squares through the measured
+  sizes with ``a, b >= 0`` (:func:`line_fit`; sizes whose cost falls give their mean). The
   block is a transformer MLP block with its residual (the way a job meets a
   column/row pair: three-dimensional activations that require grad, so the backward also
   all-reduces the column op's input gradient); profiles made before it carry an isolated
@@ -91,6 +92,12 @@ contention factor like every other op.
   and ``[1, (threads + 1) / threads]`` (the compute at worst shares each of its cores with
   one communication thread), and taken as 1 when every rank's threads plus its
   communication thread fit the free cores. Between measured sizes, linear in ``log S``.
+  ``s_work`` is the **slower rank's** of each round (the rank whose work with the collective
+  in flight took longer; the profile pools every rank's rounds in rank order, in step): the
+  next synchronisation waits for it, and the cores' loss does not fall on the ranks evenly
+  (in a 2-process DDP job on a 2-core VM the interval between its two buckets' hooks
+  stretched to 4.8-10.8 ms on one rank while the other's stayed at 4.7-6.2). ``s_comm`` and
+  the spread keep every rank's rounds.
 * :func:`fsdp_unit` — per FSDP2 unit (``fully_shard``) and pass: the host time of its hooks
   (pre-forward all-gather copy-in / copy-out, buffer allocation, the collective's issue,
   DTensor parameter swaps, post-backward reduce-scatter copy-in,
@@ -523,14 +530,15 @@ class FsdpUnitCost:
 
 
 def line_fit(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float]:
-    """(a, b) of y = a + b·x through the median per x, both clamped at 0 (x: >= 2 values)."""
+    """(a, b) of y = a + b·x by least squares over the medians per x, ``a, b >= 0`` (a
+    negative one is dropped and the other refitted, as :func:`plane_fit`: samples that fall
+    with x give their mean, not the smallest x's value). x: >= 2 distinct values."""
     by: dict[float, list[float]] = {}
     for x, y in zip(xs, ys, strict=True):
         by.setdefault(x, []).append(y)
-    pts = sorted((x, statistics.median(v)) for x, v in by.items())
-    (x0, y0), (x1, y1) = pts[0], pts[-1]
-    b = max((y1 - y0) / (x1 - x0), 0.0) if x1 > x0 else 0.0
-    a = max(y0 - b * x0, 0.0)
+    keys = sorted(by)
+    a, b = _nonneg_lstsq(np.array([[1.0, x] for x in keys]),
+                         np.array([statistics.median(by[x]) for x in keys]))
     return a, b
 
 
@@ -543,15 +551,21 @@ def plane_fit(ps: Sequence[float], bs: Sequence[float], ys: Sequence[float]) -> 
     keys = sorted(by)
     x = np.array([[1.0, p, s_] for p, s_ in keys])
     y = np.array([statistics.median(by[k]) for k in keys])
-    free = [0, 1, 2]
-    coef = np.zeros(3)
+    return _nonneg_lstsq(x, y)
+
+
+def _nonneg_lstsq(x: np.ndarray, y: np.ndarray) -> tuple[float, ...]:
+    """Least squares ``x · coef ≈ y`` with every coefficient ``>= 0``: the most negative
+    one is dropped and the rest refitted until none is negative (all dropped: zeros)."""
+    free = list(range(x.shape[1]))
+    coef = np.zeros(x.shape[1])
     while free:
         sol, *_ = np.linalg.lstsq(x[:, free], y, rcond=None)
         if (sol >= 0).all():
             coef[free] = sol
             break
         free.pop(int(np.argmin(sol)))
-    return float(coef[0]), float(coef[1]), float(coef[2])
+    return tuple(float(c) for c in coef)
 
 
 Plane = tuple[float, float, float]
@@ -714,6 +728,29 @@ def _stretches(d: float, w: float, t: float, big_w: float) -> tuple[float, float
     return s_c, s_w
 
 
+def _by_size(rows: Sequence[tuple[float, ...]]) -> dict[float, list[tuple[float, ...]]]:
+    """The overlap rounds ``(bytes, d, w, t, W)`` with ``d, w > 0``, by size: ``(d, w, t, W)``."""
+    by: dict[float, list[tuple[float, ...]]] = {}
+    for nb, *rest in rows:
+        if rest[0] > 0 and rest[1] > 0:
+            by.setdefault(nb, []).append(tuple(rest))
+    return by
+
+
+def _slower_rank(rows: Sequence[tuple[float, ...]], ranks: int) -> list[tuple[float, ...]]:
+    """Per round, the row of the rank whose work with the collective in flight (``W``, the
+    last field) took longest. The profile pools every rank's rounds in rank order, and the
+    ranks run the rounds in step, so round ``i`` of rank ``r`` is row ``r · n + i``; rows that
+    do not split so (an older or hand-made profile, one rank's rounds) come back unchanged."""
+    n = len(rows) // ranks if ranks > 1 else 0
+    if n == 0 or n * ranks != len(rows):
+        return list(rows)
+    blocks = [rows[r * n:(r + 1) * n] for r in range(ranks)]
+    if any(b[i][0] != blocks[0][i][0] for b in blocks for i in range(n)):
+        return list(rows)
+    return [max((b[i] for b in blocks), key=lambda row: row[-1]) for i in range(n)]
+
+
 def comm_overlap(profile: CommProfile | None, ranks_per_host: int) -> CommOverlap | None:
     """Collective / compute slowdowns while they overlap (module docstring), or None
     without overlap samples (profiles before them) or for another rank count."""
@@ -727,29 +764,33 @@ def comm_overlap(profile: CommProfile | None, ranks_per_host: int) -> CommOverla
     threads = profile.threads_per_rank or 1
     free = max(profile.cpu_count - profile.load_avg, 0.0)
     fits = bool(profile.cpu_count) and ranks_per_host * (threads + 1) <= free
-    by: dict[float, list[tuple[float, float, float, float]]] = {}
-    for nb, d, w, t, big_w in zip(*got, strict=True):
-        if d > 0 and w > 0:
-            by.setdefault(nb, []).append((d, w, t, big_w))
+    rows = list(zip(*got, strict=True))
+    by = _by_size(rows)
     if not by:
         return None
+    slow = _by_size(_slower_rank(rows, profile.world_size or ranks_per_host))
     sizes = tuple(sorted(by))
     cap_w = (threads + 1) / threads
-    # expected times per size (trimmed means: a step pays the mean cost of its many
-    # collectives; a median of per-round ratios swung x1.6 to x10 between profiles)
-    means = {x: _stretches(*(trimmed_mean([r[i] for r in by[x]]) for i in range(4)))
-             for x in sizes}
-    s_c = tuple(1.0 if fits else min(max(means[x][0], 1.0), _MAX_COMM_STRETCH)
+
+    def expected(rounds: list[tuple[float, ...]]) -> tuple[float, float]:
+        # expected times per size (trimmed means: a step pays the mean cost of its many
+        # collectives; a median of per-round ratios swung x1.6 to x10 between profiles)
+        d, w, t, big_w = (trimmed_mean([r[i] for r in rounds]) for i in range(4))
+        return _stretches(d, w, t, big_w)
+
+    s_c = tuple(1.0 if fits else min(max(expected(by[x])[0], 1.0), _MAX_COMM_STRETCH)
                 for x in sizes)
-    s_w = tuple(1.0 if fits else min(max(means[x][1], 1.0), cap_w) for x in sizes)
+    s_w = tuple(1.0 if fits else min(max(expected(slow.get(x, by[x]))[1], 1.0), cap_w)
+                for x in sizes)
     n = sum(len(v) for v in by.values())
     pts = ", ".join(f"{_size(x)} x{c:.2g}/x{w:.2g}" for x, c, w in zip(sizes, s_c, s_w,
                                                                         strict=True))
     how = ("not applied: every rank's threads and its communication thread fit the "
            f"{free:.1f} free of {profile.cpu_count} cores" if fits else
-           f"trimmed means of {n} rounds")
+           f"trimmed means of {n} rounds" + ("; the compute's of the slower rank in each"
+                                              if slow != by else ""))
     spread = []
-    for x in sizes:  # the collective's busy times, as its mean keeps them
+    for x in sizes:  # the collective's busy times (every rank's), as its mean keeps them
         v = np.asarray(trimmed([r[2] for r in by[x]], RUN_CUT), dtype=float)
         spread.append(tuple(sorted(float(t) for t in v / v.mean())) if v.mean() > 0 else ())
     return CommOverlap(sizes=sizes, comm_stretch=s_c, work_stretch=s_w, samples=n,
