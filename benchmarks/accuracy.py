@@ -73,7 +73,8 @@ The process's other threads are read the same way (``/proc/self/task/*/schedstat
 time in the step (gloo's TCP loop and run-loop threads, which move the bytes) and their own
 wait for a core, which on a host whose ranks fill the cores delays the collectives. The
 worker also stamps the job's Python-level collectives (:data:`STAMPED`: FSDP2's, DeepSpeed's,
-not DDP's C++ bucket all-reduces) on the host clock the ranks share: per step, the ranks' mean
+DDP's buffer broadcast before each forward; not DDP's C++ bucket all-reduces) on the host
+clock the ranks share: per step, the ranks' mean
 time inside them and half the sum of their arrival gaps (what the step pays for the ranks
 not arriving together), beside the prediction's.
 
@@ -342,9 +343,10 @@ def _worker(argv: list[str]) -> int:
 STAMPED = ("all_gather_single", "reduce_scatter_single", "all_gather_into_tensor",
            "reduce_scatter_tensor", "all_reduce", "broadcast")
 """The ``torch.distributed`` functions the worker stamps: FSDP2's collectives on CPU
-(``torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py`` calls them synchronously),
-DeepSpeed's, DDP's buffer broadcast; not DDP's bucket all-reduces (its C++ reducer) nor
-DTensor's functional collectives."""
+(``torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py`` calls them synchronously) and
+DeepSpeed's; not DDP's bucket all-reduces (its C++ reducer) nor DTensor's functional
+collectives. DDP's buffer broadcast before each forward (``dist._broadcast_coalesced``, C++)
+is stamped around ``DistributedDataParallel._sync_buffers``, the Python method that calls it."""
 
 
 def _stamp_collectives(stamps: list[list[float]]) -> None:
@@ -368,6 +370,27 @@ def _stamp_collectives(stamps: list[list[float]]) -> None:
                     stamps[-1].extend((t0 * 1e6, time.perf_counter() * 1e6))
 
         setattr(dist, name, stamped)
+    _stamp_method(stamps)
+
+
+def _stamp_method(stamps: list[list[float]]) -> None:
+    """Stamp ``DistributedDataParallel._sync_buffers`` as :func:`_stamp_collectives` stamps a
+    function (its buffer broadcast blocks the forward on every rank)."""
+    from torch.nn.parallel import DistributedDataParallel
+
+    fn = getattr(DistributedDataParallel, "_sync_buffers", None)
+    if fn is None:
+        return
+
+    def stamped(self: Any, *args: Any, **kwargs: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return fn(self, *args, **kwargs)
+        finally:
+            if stamps:
+                stamps[-1].extend((t0 * 1e6, time.perf_counter() * 1e6))
+
+    DistributedDataParallel._sync_buffers = stamped  # type: ignore[method-assign]
 
 
 def _collectives_us(recs: list[dict[str, Any]], warmup: int) -> tuple[float, float] | None:

@@ -252,6 +252,23 @@ def test_a_real_fsdp2_job_stamps_its_collectives(tmp_path: Path,
     assert own > 0 and half >= 0
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+def test_a_real_ddp_job_with_buffers_stamps_its_buffer_broadcast(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """DDP broadcasts a BatchNorm model's buffers before every forward (C++, under the Python
+    ``_sync_buffers``): the worker stamps it once a step on both ranks."""
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    recs = _launch(_train_flags("ddp", "resnet", steps=4, capture=None, nproc=2),
+                   tmp_path / "ddp-real", 2, 180, "resnet")
+    for r in recs:
+        stamps = r["step_collective_stamps_us"]
+        assert len(stamps) == len(r["step_s"]) == 4
+        assert all(len(x) == 2 and x[1] >= x[0] > 0 for x in stamps)
+    got = _collectives_us(recs, 1)
+    assert got is not None and got[0] > 0
+
+
 def test_an_error_inside_the_noise_is_not_claimed() -> None:
     # the job's steps scatter by +-20 %: a 5 % error cannot be told from noise
     recs = [{"step_s": [1.0, 0.08, 0.12, 0.10, 0.08, 0.12, 0.10, 0.11, 0.09]}]
