@@ -21,7 +21,7 @@ the predicted best is from the measured best.
 Usage::
 
     python benchmarks/search.py [--part speed|ranking|all] [--reps 1] [--steps 8]
-        [--warmup 3] [--exhaustive] [--output benchmarks/results/search.json]
+        [--warmup 3] [--exhaustive] [--keep DIR] [--output benchmarks/results/search.json]
 """
 
 from __future__ import annotations
@@ -226,6 +226,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=1, help="real runs per layout (default 1)")
     ap.add_argument("--steps", type=int, default=8, help="steps per real run (default 8)")
     ap.add_argument("--warmup", type=int, default=3, help="steps left out (default 3)")
+    ap.add_argument("--keep", default=None, metavar="DIR",
+                    help="ranking: keep the traces and the comm profile under DIR (another "
+                         "version's search can then rank the same inputs: python -m echo_sim "
+                         "search DIR/MODEL-trace-MB ...)")
     ap.add_argument("--case", default=None, help=argparse.SUPPRESS)  # child: one speed case
     ap.add_argument("--output", default=str(REPO / "benchmarks" / "results" / "search.json"),
                     help="results JSON")
@@ -258,7 +262,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"{b.get('iteration_time_us', 0) / 1e6:.3f} |")
     if a.part in ("ranking", "all"):
         with tempfile.TemporaryDirectory() as d:
-            tmp = Path(d)
+            tmp = Path(a.keep or d)
+            tmp.mkdir(parents=True, exist_ok=True)
             profile = str(tmp / "comm.json")
             # the profile benchmarks/accuracy.py takes: idle mode, profile-comm's default
             # timed runs per size (60; 15 before 2026-11-27)

@@ -85,6 +85,8 @@ def build_meta(*, config: Any, ranks: Any, clock: Any, modules: Any, rec: Any, c
         **batch_meta(config.micro_batch, detected,
                      modules.tokens if modules is not None else None),
         "params": params, "param_bytes": sum(p["bytes"] for p in params),
+        # the model's buffers (BatchNorm statistics, position ids, ...): DDP broadcasts them
+        "buffers": modules.buffer_table() if modules is not None else [],
         "buckets": [],
         "dropped_events": rec.dropped, "max_events": rec.max_events,
         "disabled_reason": rec.disabled_reason,

@@ -337,6 +337,10 @@ def test_meta_fields(job: Job) -> None:
         assert m["rank_source"] in ("torchrun", "dist")
         assert m["clock_sync"] == "all_gather"
         assert m["param_bytes"] == sum(p["bytes"] for p in m["params"]) > 0
+        # the buffers DDP broadcasts: the CNN's BatchNorm statistics; the GPT holds none
+        bn = {b["name"].rpartition(".")[2] for b in m["buffers"]}
+        assert bn == ({"running_mean", "running_var", "num_batches_tracked"}
+                      if job.model == "cnn" else set())
         # the allocator settings the process started with ({}: glibc's default)
         assert m["malloc"] == malloc_settings(base_env())
 

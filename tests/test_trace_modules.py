@@ -246,6 +246,20 @@ def test_paths_from_explicit_root_and_param_table():
     assert _names(rec, "FW")[0] == "FW.emb"
 
 
+def test_buffer_table_lists_every_buffer_the_root_holds():
+    """BatchNorm's statistics and a non-persistent buffer alike (DDP broadcasts both), named
+    without a wrapper's prefix."""
+    model = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4))
+    model.register_buffer("mask", torch.ones(2, 3), persistent=False)
+    _, tr = _tracer(root=model)
+    table = {b["name"]: b for b in tr.buffer_table()}
+    assert set(table) == {"1.running_mean", "1.running_var", "1.num_batches_tracked", "mask"}
+    assert table["1.num_batches_tracked"] == {"name": "1.num_batches_tracked", "shape": [],
+                                              "dtype": "int64", "bytes": 8}
+    assert table["mask"]["bytes"] == 24 and table["1.running_var"]["bytes"] == 16
+    assert _tracer(root=Net())[1].buffer_table() == []
+
+
 class _KeywordLM(nn.Module):
     """Called as Hugging Face models are: ``model(input_ids=x, labels=x)``."""
 

@@ -6,6 +6,7 @@ stand-in collective model (``LinearComm``: ``alpha + bytes / bandwidth``).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import pytest
@@ -513,3 +514,29 @@ def test_ddp_buffer_broadcast_before_forward():
     _, _, _, s2 = run_plan(make_trace(mods), Layout(dp=2))
     ar = 10.0 + (4096 + 128 + 1024) / 1e4  # the one gradient bucket, after the update waits
     assert s2.makespan_us == pytest.approx(s1.makespan_us + 10.0 + 136 / 1e4 + ar, rel=1e-6)
+
+
+def test_ddp_broadcasts_the_buffers_meta_json_lists():
+    """A trace whose meta.json lists the model's buffers (a transformer's position ids: no
+    BatchNorm) broadcasts their bytes before the forward; an empty list broadcasts nothing,
+    even with a BatchNorm op (the list is what the model holds); under a pipeline each stage
+    broadcasts its own modules' buffers, a root-level one going to the first stage."""
+    wl = extract_workload(gpt_trace(2))
+    assert wl.buffers is None  # a trace made before meta.json listed them
+    fw = wl.fw_ops
+    (h,) = ddp_buffer_hooks(fw, [4096, 8])
+    assert (h.collective, h.nbytes, h.wait) == ("broadcast", 4104, fw[0].index)
+    assert ddp_buffer_hooks(fw, []) == []
+    with_pos = dataclasses.replace(wl, buffers=(("blocks.0.attn.pos", 4096),
+                                                (f"{fw[-1].module}.mask", 64), ("step", 8)))
+    def build_plan(w, layout):  # noqa: ANN001, ANN202
+        import numpy as np
+
+        return make_plan(w, layout, np.array([o.time_us for o in w.ops]))
+
+    one = build_plan(with_pos, Layout(dp=2))
+    assert [h.nbytes for st in one.stages for h in st.hooks if h.name == "ddp.buffers"] == [
+        4096 + 64 + 8]
+    two = build_plan(with_pos, Layout(dp=2, pp=2))
+    per_stage = [[h.nbytes for h in st.hooks if h.name == "ddp.buffers"] for st in two.stages]
+    assert per_stage == [[4096 + 8], [64]]

@@ -258,4 +258,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    rc = main()
+    # Skip interpreter teardown, as profile-comm's ranks do: module-level caches (FSDP2's
+    # DeviceMesh) still hold the gloo groups, and destroying them at exit aborted a rank of
+    # the Mixer's FSDP2 job once (2026-11-29, exit -6) after its step times were written
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(rc)

@@ -303,7 +303,8 @@ def make_plan(workload: Workload, layout: Layout, base_time_us: np.ndarray, *,
                                        reshard_after_forward=layout.pp == 1)
             else:
                 if dp_mode == "ddp" and k < layout.pp:  # once per forward, first chunk
-                    sp.hooks += ddp_buffer_hooks(sp.fw)
+                    sp.hooks += ddp_buffer_hooks(sp.fw, _stage_buffers(workload, stages, k,
+                                                                       layout.pp))
                 sp.hooks += _offset(apply_data_parallel(
                     sp.bw, _stage_params(sp, workload, fw_of, tp, k == 0),
                     mode=dp_mode, cap_bytes=bucket_cap_bytes,
@@ -369,6 +370,29 @@ def _param_owner(name: str, modules: dict[str, Op]) -> Op | None:
             return o
         mod = mod.rsplit(".", 1)[0] if "." in mod else ""
     return None
+
+
+def _stage_buffers(workload: Workload, stages: Sequence[Any], k: int, pp: int
+                   ) -> list[int] | None:
+    """The bytes of each buffer (``workload.buffers``) owned by pipeline stage ``k``'s
+    modules, over all its chunks (``stages[c * pp + k]``): a buffer's owner (its name less the
+    last part) is a traced op's module or an ancestor of one; a buffer owned by no stage's
+    module (the root's) goes to stage 0. None for traces without the list."""
+    if workload.buffers is None:
+        return None
+    mods = [{o.module for c in range(st, len(stages), pp) for o in stages[c].fw}
+            for st in range(pp)]
+
+    def owns(ms: set[str], owner: str) -> bool:
+        return any(m == owner or not owner or m.startswith(owner + ".") for m in ms)
+
+    out = []
+    for name, nbytes in workload.buffers:
+        owner = name.rpartition(".")[0]
+        home = next((st for st in range(pp) if owns(mods[st], owner)), 0)
+        if home == k % pp:
+            out.append(nbytes)
+    return out
 
 
 def _stage_params(sp: StagePlan, workload: Workload, modules: dict[str, Op], tp: int,

@@ -140,19 +140,26 @@ def apply_data_parallel(
 _BATCH_NORM = ("BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm")
 
 
-def ddp_buffer_hooks(fw: Sequence[Op]) -> list[CommHook]:
+def ddp_buffer_hooks(fw: Sequence[Op], buffers: Sequence[int] | None = None) -> list[CommHook]:
     """DDP's buffer broadcast (``broadcast_buffers=True``, the default) before each forward.
 
     DDP's ``forward`` first broadcasts the module's buffers from rank 0 (torch
-    ``DistributedDataParallel._sync_buffers``), blocking the forward. The buffers known
-    from a trace are BatchNorm's ``running_mean`` and ``running_var`` (as many bytes as
-    its ``weight`` + ``bias`` parameters) and its int64 ``num_batches_tracked``::
+    ``DistributedDataParallel._sync_buffers``: every buffer, persistent or not, coalesced per
+    dtype by ``dist._broadcast_coalesced``), blocking the forward. ``buffers``: the bytes of
+    each buffer of this stage's modules, from the trace's ``meta.json`` (BatchNorm's running
+    statistics, a transformer's position ids or masks); priced as one broadcast of their sum.
+    Traces made before ``meta.json`` listed them (``None``) know BatchNorm's only: its
+    ``running_mean`` and ``running_var`` (as many bytes as its ``weight`` + ``bias``
+    parameters) and its int64 ``num_batches_tracked``::
 
         nbytes = sum over BatchNorm ops of (param_bytes + 8)
 
-    A model without such buffers broadcasts nothing (DDP skips the call).
+    A model without buffers broadcasts nothing (DDP skips the call).
     """
-    nbytes = sum(o.param_bytes + 8 for o in fw if o.kind in _BATCH_NORM)
+    if buffers is not None:
+        nbytes = int(sum(buffers))
+    else:
+        nbytes = sum(o.param_bytes + 8 for o in fw if o.kind in _BATCH_NORM)
     if not fw or nbytes <= 0:
         return []
     return [CommHook(name="ddp.buffers", collective="broadcast", nbytes=nbytes, group="dp",

@@ -189,6 +189,9 @@ class Workload:
     device_name: str
     model: dict[str, Any] = field(default_factory=dict)
     buckets: tuple[tuple[int, tuple[str, ...]], ...] = ()
+    # the model's buffers (name, bytes) from meta.json; None for traces made before they were
+    # recorded (DDP's buffer broadcast then counts BatchNorm's, from the ops)
+    buffers: tuple[tuple[str, int], ...] | None = None
     peak_memory_bytes: int = 0
     peak_memory_kind: str = ""
     # median minor page faults per captured step of the traced process (STEP
@@ -397,6 +400,9 @@ def extract_workload(trace: Trace, *, rank: int | None = None) -> Workload:
     dtype = dtypes.most_common(1)[0][0] if dtypes else "float32"
     buckets = tuple((int(b.get("bytes", 0)), tuple(b.get("params", ())))
                     for b in meta.get("buckets") or [])
+    bufs = meta.get("buffers")
+    buffers = (tuple((str(b.get("name", "")), int(b.get("bytes", 0))) for b in bufs)
+               if isinstance(bufs, list) else None)
     mb = meta.get("micro_batch_size")
     peak, peak_kind = _measured_peak(trace, rank, steps)
     return Workload(
@@ -405,7 +411,7 @@ def extract_workload(trace: Trace, *, rank: int | None = None) -> Workload:
         device=str(meta.get("device", rinfo.device if rinfo else "cpu")),
         device_name=str(meta.get("device_name", "")),
         model=_model_info(meta, ops, int(mb) if mb else None), buckets=buckets,
-        peak_memory_bytes=peak, peak_memory_kind=peak_kind,
+        buffers=buffers, peak_memory_bytes=peak, peak_memory_kind=peak_kind,
         minor_faults_per_step=_faults_per_step(trace, rank), rank=rank,
         steps_used=int(used.size), tp_time_us=_tp_times(meta.get("tp_time_us"), len(ops)),
         traced_micro_batches=accum, tp_note=placement_summary(placement),

@@ -354,6 +354,17 @@ class ModuleTracer:
                         "bytes": p.numel() * p.element_size()})
         return out
 
+    def buffer_table(self) -> list[dict[str, Any]]:
+        """``[{"name", "shape", "dtype", "bytes"}]`` for the primary root's buffers (persistent
+        or not: DDP broadcasts every one of them before each forward)."""
+        root = self.primary_root
+        if root is None:
+            return []
+        wrapper = type(root).__name__ in WRAPPER_TYPES
+        return [{"name": _strip(name, wrapper), "shape": list(b.shape),
+                 "dtype": str(b.dtype).removeprefix("torch."),
+                 "bytes": b.numel() * b.element_size()} for name, b in root.named_buffers()]
+
     def _info(self, mod: nn.Module) -> _Info | None:
         info = self._infos.get(id(mod))
         return info if info is not None and info.ref() is mod else None
