@@ -353,44 +353,31 @@ def _stamp_collectives(stamps: list[list[float]]) -> None:
     """Wrap :data:`STAMPED` so that every call appends its start and end (µs, the host's
     monotonic clock, which the ranks share) to the last list of ``stamps`` (the step being
     timed; nothing outside a timed step). A synchronous call's stamps are its whole time; an
-    ``async_op`` one's only its issue."""
+    ``async_op`` one's only its issue. DDP's ``_sync_buffers`` (its buffer broadcast blocks the
+    forward on every rank) is stamped the same way."""
     import torch.distributed as dist
-
-    for name in STAMPED:
-        fn = getattr(dist, name, None)
-        if fn is None:
-            continue
-
-        def stamped(*args: Any, _fn: Any = fn, **kwargs: Any) -> Any:
-            t0 = time.perf_counter()
-            try:
-                return _fn(*args, **kwargs)
-            finally:
-                if stamps:
-                    stamps[-1].extend((t0 * 1e6, time.perf_counter() * 1e6))
-
-        setattr(dist, name, stamped)
-    _stamp_method(stamps)
-
-
-def _stamp_method(stamps: list[list[float]]) -> None:
-    """Stamp ``DistributedDataParallel._sync_buffers`` as :func:`_stamp_collectives` stamps a
-    function (its buffer broadcast blocks the forward on every rank)."""
     from torch.nn.parallel import DistributedDataParallel
 
-    fn = getattr(DistributedDataParallel, "_sync_buffers", None)
-    if fn is None:
-        return
+    for owner, name in [*((dist, n) for n in STAMPED),
+                        (DistributedDataParallel, "_sync_buffers")]:
+        fn = getattr(owner, name, None)
+        if fn is not None:
+            setattr(owner, name, _stamping(fn, stamps))
 
-    def stamped(self: Any, *args: Any, **kwargs: Any) -> Any:
+
+def _stamping(fn: Any, stamps: list[list[float]]) -> Any:
+    """``fn`` (a function, or a method once set on its class) with its start and end appended
+    to ``stamps[-1]`` (µs)."""
+
+    def stamped(*args: Any, **kwargs: Any) -> Any:
         t0 = time.perf_counter()
         try:
-            return fn(self, *args, **kwargs)
+            return fn(*args, **kwargs)
         finally:
             if stamps:
                 stamps[-1].extend((t0 * 1e6, time.perf_counter() * 1e6))
 
-    DistributedDataParallel._sync_buffers = stamped  # type: ignore[method-assign]
+    return stamped
 
 
 def _collectives_us(recs: list[dict[str, Any]], warmup: int) -> tuple[float, float] | None:

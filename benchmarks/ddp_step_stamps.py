@@ -86,27 +86,20 @@ def _install(events: list[tuple[str, int, float]]) -> None:
         init(self, *args, **kwargs)
         self.register_comm_hook(None, hook)
 
-    sync = DistributedDataParallel._sync_buffers
+    def around(fn: Any, start: str, end: str) -> Any:
+        def stamped(*args: Any, **kwargs: Any) -> Any:
+            events.append((start, -1, now()))
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                events.append((end, -1, now()))
 
-    def stamped_sync(self: Any, *args: Any, **kwargs: Any) -> Any:
-        events.append(("sync0", -1, now()))
-        try:
-            return sync(self, *args, **kwargs)
-        finally:
-            events.append(("sync1", -1, now()))
-
-    backward = torch.autograd.backward
-
-    def stamped_backward(*args: Any, **kwargs: Any) -> Any:
-        events.append(("bw0", -1, now()))
-        try:
-            return backward(*args, **kwargs)
-        finally:
-            events.append(("bw1", -1, now()))
+        return stamped
 
     DistributedDataParallel.__init__ = stamped_init  # type: ignore[method-assign]
-    DistributedDataParallel._sync_buffers = stamped_sync  # type: ignore[method-assign]
-    torch.autograd.backward = stamped_backward
+    DistributedDataParallel._sync_buffers = around(  # type: ignore[method-assign]
+        DistributedDataParallel._sync_buffers, "sync0", "sync1")
+    torch.autograd.backward = around(torch.autograd.backward, "bw0", "bw1")
 
 
 def _worker(argv: list[str]) -> int:

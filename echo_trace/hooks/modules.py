@@ -343,27 +343,24 @@ class ModuleTracer:
 
     def param_table(self) -> list[dict[str, Any]]:
         """``[{"name", "shape", "dtype", "bytes"}]`` for the primary root's parameters."""
-        root = self.primary_root
-        if root is None:
-            return []
-        wrapper = type(root).__name__ in WRAPPER_TYPES
-        out = []
-        for name, p in root.named_parameters():
-            out.append({"name": _strip(name, wrapper), "shape": list(p.shape),
-                        "dtype": str(p.dtype).removeprefix("torch."),
-                        "bytes": p.numel() * p.element_size()})
-        return out
+        return self._tensor_table("named_parameters")
 
     def buffer_table(self) -> list[dict[str, Any]]:
-        """``[{"name", "shape", "dtype", "bytes"}]`` for the primary root's buffers (persistent
-        or not: DDP broadcasts every one of them before each forward)."""
+        """The same for the primary root's buffers (persistent or not: DDP broadcasts every
+        one of them before each forward)."""
+        return self._tensor_table("named_buffers")
+
+    def _tensor_table(self, named: str) -> list[dict[str, Any]]:
+        """One row per tensor of the primary root's ``named`` iterator (``named_parameters``,
+        ``named_buffers``), named without a wrapper's prefix."""
         root = self.primary_root
         if root is None:
             return []
         wrapper = type(root).__name__ in WRAPPER_TYPES
-        return [{"name": _strip(name, wrapper), "shape": list(b.shape),
-                 "dtype": str(b.dtype).removeprefix("torch."),
-                 "bytes": b.numel() * b.element_size()} for name, b in root.named_buffers()]
+        return [{"name": _strip(name, wrapper), "shape": list(t.shape),
+                 "dtype": str(t.dtype).removeprefix("torch."),
+                 "bytes": t.numel() * t.element_size()}
+                for name, t in getattr(root, named)()]
 
     def _info(self, mod: nn.Module) -> _Info | None:
         info = self._infos.get(id(mod))
