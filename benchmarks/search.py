@@ -10,8 +10,9 @@ best equals the exhaustive one.
 
 **ranking** — for each model (examples' GPT, and an MLP-Mixer from
 ``benchmarks/workloads/search_models.py``, not in examples/): trace a 1-process run at two
-micro-batch sizes (echo_trace capture), measure the gloo collectives once
-(``profile-comm --nproc 2``, idle mode as in accuracy.py), search the space {DDP, FSDP2, TP, PP(1F1B)} ×
+micro-batch sizes (echo_trace capture, nine steps after three of warm-up), measure the gloo
+collectives once (``profile-comm --nproc 2``, idle mode as in accuracy.py), search the
+space {DDP, FSDP2, TP, PP(1F1B)} ×
 micro-batch on 2 processes of ``cpu-gloo`` with simulate's batch fit over both traces,
 then run every layout for real under torchrun (2 processes, ``OMP_NUM_THREADS=1``; median
 step time after ``--warmup`` steps, rank 0's clock; ``--reps`` repetitions, median). Reported:
@@ -145,16 +146,20 @@ def _script(model: str) -> list[str]:
     return [str(REPO / "benchmarks" / "workloads" / "search_models.py")]
 
 
+# the one-process traces: steps TRACE_START..TRACE_END-1 of TRACE_END (accuracy.py's nine,
+# after the same warm-up as the measured jobs); three steps after one of warm-up left the
+# Mixer's mb32 trace at 102-127 ms a step and its mb16 trace 10-15 % slower per sample than
+# the jobs it was to rank (2026-11-29)
+TRACE_START, TRACE_END = 3, 12
+
+
 def _trace(model: str, mb: int, out: Path) -> Path:
     spec = MODELS[model]
-    if model == "gpt":
-        cmd = [sys.executable, *_script(model), *spec["flags"], "--layout", "single",
-               "--steps", "5", "--micro-batch", str(mb), "--global-batch", str(mb),
-               "--capture", "--trace-dir", str(out), "--trace-start", "1", "--trace-end", "4"]
-    else:
-        cmd = [sys.executable, *_script(model), *spec["flags"], "--layout", "single",
-               "--steps", "5", "--micro-batch", str(mb), "--global-batch", str(mb),
-               "--capture", str(out)]
+    window = ["--trace-start", str(TRACE_START), "--trace-end", str(TRACE_END)]
+    cmd = [sys.executable, *_script(model), *spec["flags"], "--layout", "single",
+           "--steps", str(TRACE_END), "--micro-batch", str(mb), "--global-batch", str(mb),
+           "--capture", *(["--trace-dir", str(out)] if model == "gpt" else [str(out)]),
+           *window]
     _run(cmd)
     return out
 

@@ -212,13 +212,13 @@ def _step_fn(cfg: MixerConfig, layout: str, rank: int, world: int, micro_batch: 
 
 
 @contextlib.contextmanager
-def _capture(trace_dir: str | None) -> Iterator[None]:
+def _capture(trace_dir: str | None, start: int, end: int) -> Iterator[None]:
     if not trace_dir:
         yield
         return
     import echo_trace
 
-    with echo_trace.capture(out_dir=trace_dir, start_step=1, end_step=4):
+    with echo_trace.capture(out_dir=trace_dir, start_step=start, end_step=end):
         yield
 
 
@@ -232,6 +232,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--hidden", type=int, default=128, help="channels")
     ap.add_argument("--time-steps", default=None, help="write per-step seconds (JSON) here")
     ap.add_argument("--capture", default=None, metavar="DIR", help="trace with echo_trace")
+    ap.add_argument("--trace-start", type=int, default=1,
+                    help="first captured step with --capture (0-based)")
+    ap.add_argument("--trace-end", type=int, default=4,
+                    help="step at which capture stops with --capture (exclusive)")
     a = ap.parse_args(argv)
     cfg = MixerConfig(layers=a.layers, hidden=a.hidden)
     world = int(os.environ.get("WORLD_SIZE", "1"))
@@ -241,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         step_fn, model = _step_fn(cfg, a.layout, rank, world, a.micro_batch, a.global_batch)
         times = []
-        with _capture(a.capture):
+        with _capture(a.capture, a.trace_start, a.trace_end):
             for i in range(a.steps):
                 t0 = time.perf_counter()
                 step_fn(i)
