@@ -72,6 +72,10 @@ contention factor like every other op.
   replayed call; on its last-arrival clock each synchronisation then costs ``SYNC_SHARE ·
   mean gap`` (:func:`replay_skew`): on a host whose ranks fill the cores the gap is mostly
   the previous collective's exit gap carried over, not drift in proportion to ``W``.
+  The probes' work is fixed; a model's own compute varies more from step to step. Where the
+  trace has three steps or more, each synchronisation's gap is ``hypot(gap(W), G)`` over the
+  parts of the traced step ``W`` long, ``G`` each part's Gini mean difference over the
+  steps (independent spreads add as variances; :mod:`echo_sim.workload.jitter`).
 * :func:`ddp_hooks` — per step of a ``DistributedDataParallel`` model, the host time of its
   forward pre-processing and its reducer (per-parameter autograd hooks, the gradients' copies
   into and out of the flat buckets, the all-reduces' issue; ``torch/nn/parallel/
@@ -390,16 +394,23 @@ class Skew:
                                    [y for _, y in self.points]))
         return self.kappa * w
 
-    def wait_us(self, w_us: float) -> float:
+    def wait_us(self, w_us: float, jitter: Sequence[float] = ()) -> float:
         """What a synchronisation after ``w_us`` of compute costs the step over the typical
-        rank: ``SYNC_SHARE · gap_at(w_us)`` (see the module docstring)."""
-        return SYNC_SHARE * self.gap_at(w_us)
+        rank: ``SYNC_SHARE · gap_at(w_us)`` (see the module docstring); with ``jitter``, the
+        job's own compute's spread over parts of ``w_us`` (Gini mean differences,
+        :func:`echo_sim.workload.jitter.part_gaps`), the mean over the parts of
+        ``SYNC_SHARE · hypot(gap_at(w_us), G)`` (independent spreads add as variances)."""
+        gap = self.gap_at(w_us)
+        if not jitter:
+            return SYNC_SHARE * gap
+        return SYNC_SHARE * statistics.fmean(math.hypot(gap, g) for g in jitter)
 
-    def collective_us(self, t_busy_us: float, w_us: float) -> float:
+    def collective_us(self, t_busy_us: float, w_us: float,
+                      jitter: Sequence[float] = ()) -> float:
         """A collective measured ``t_busy_us`` in busy mode, issued after ``w_us`` of
         compute since the last synchronisation (see the module docstring)."""
         own = self.gap_at(self.w_busy_us) if self.w_busy_us > 0 else 0.0  # idle: none
-        return max(t_busy_us - own, 0.0) + self.wait_us(w_us)
+        return max(t_busy_us - own, 0.0) + self.wait_us(w_us, jitter)
 
 
 def skew(profile: CommProfile | None) -> Skew | None:

@@ -24,6 +24,7 @@ other ranks at the end of the step).
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -58,6 +59,7 @@ from echo_sim.trace.model import Trace
 from echo_sim.units import fmt_bytes
 from echo_sim.workload.build import Built, Layout, Plan, build_graph, make_plan
 from echo_sim.workload.channel_parallel import CHANNEL_SPLIT, channel_parallel, channel_summary
+from echo_sim.workload.jitter import part_gaps
 from echo_sim.workload.ops import Workload, extract_workload
 from echo_sim.workload.tensor_parallel import apply_tp_plan, check_tensor_parallel
 from echo_sim.workload.traced import traced_workload
@@ -254,8 +256,10 @@ def simulate(trace: Trace | Workload, config: SimConfig, *, comm: Any = None,
     ``batch_traces``: traces of the same model at other micro-batch sizes (batch fit);
     ``keep``: keep the graph and schedule on the result (needed by :meth:`to_trace`);
     ``spread=False`` leaves out step 6d (the collectives' run-to-run spread: about 46 more
-    runs of the schedule), so the iteration is the schedule of mean times: for callers that
-    read only the plan's op times and that schedule (search's operator probes).
+    runs of the schedule) and the traced compute's step-to-step spread at each
+    synchronisation (step 6b), so the iteration is the schedule of mean times without
+    either: for callers that read only the plan's op times and that schedule (search's
+    operator probes, whose bounds must stay below every layout's prediction).
     Raises :class:`ConfigError` for layouts the model cannot take.
 
     The steps run in this order, each a function below: the workload and what it was
@@ -341,10 +345,16 @@ def simulate(trace: Trace | Workload, config: SimConfig, *, comm: Any = None,
         # step 6b: rank skew at each synchronisation, from the compute between them
         w = float(np.median([_breakdown(built, sched, r, sched.makespan_us)[0]
                              / max(len(built.comm_tasks[r]), 1) for r in built.ranks]))
-        built = build_graph(plan, layout, _SkewedComm(comm, sk, w),
+        own = part_gaps(workload.step_curve_us, w) if spread else ()
+        built = build_graph(plan, layout, _SkewedComm(comm, sk, w, own),
                             link_contention=config.link_contention)
         sched = run(built.graph)
-        notes.models.append(f"{sk.note} ({w:.0f} us here)")
+        notes.models.append(f"{sk.note} ({w:.0f} us here)" + (
+            f"; the traced compute's own step-to-step spread over {len(own)} part(s) of "
+            f"that length, Gini mean difference {statistics.fmean(own):.0f} us over "
+            f"{len(workload.step_curve_us)} steps, added as a variance: "
+            f"{sk.wait_us(w, own):.0f} us a synchronisation against {sk.wait_us(w):.0f}"
+            if own else ""))
         notes.calibration["rank_skew_us_per_us"] = {"value": sk.kappa, "spread_pct": 0.0,
                                                     "samples": sk.samples}
     ov = comm_overlap(host, min(cluster.gpus_per_node, cluster.world_size)) \
@@ -437,10 +447,13 @@ def _spread_draws(built: Built, sched: Schedule, comm: Any, transfer: Callable[.
 class _SkewedComm:
     """A collective model plus rank skew (:func:`echo_sim.cost.cpu_overheads.skew`): a
     measured busy-mode time loses the profile's own skew and gains the job's, ``w_us`` of
-    compute before each synchronisation; an unmeasured one gains the job's."""
+    compute before each synchronisation (spread by ``jitter``, the traced compute's over
+    parts that long: :func:`echo_sim.workload.jitter.part_gaps`); an unmeasured one gains
+    the job's."""
 
-    def __init__(self, inner: Any, sk: Skew, w_us: float) -> None:
-        self.inner, self.sk, self.w_us = inner, sk, w_us
+    def __init__(self, inner: Any, sk: Skew, w_us: float,
+                 jitter: Sequence[float] = ()) -> None:
+        self.inner, self.sk, self.w_us, self.jitter = inner, sk, w_us, tuple(jitter)
 
     def time_us(self, op: str, nbytes: int, ranks: Sequence[int], *,
                 concurrent: int = 1) -> float:
@@ -449,8 +462,8 @@ class _SkewedComm:
             return t
         covered = getattr(self.inner, "covered", None)
         if covered is not None and covered(op, ranks):
-            return self.sk.collective_us(t, self.w_us)
-        return t + self.sk.wait_us(self.w_us)
+            return self.sk.collective_us(t, self.w_us, self.jitter)
+        return t + self.sk.wait_us(self.w_us, self.jitter)
 
     def links(self, ranks: Sequence[int]) -> list[str]:
         return list(self.inner.links(ranks))

@@ -37,6 +37,7 @@ import numpy as np
 
 from echo_sim.errors import TraceFormatError
 from echo_sim.trace.model import Cat, Trace
+from echo_sim.workload.jitter import step_curve
 from echo_sim.workload.leaves import step_leaves
 from echo_sim.workload.tp_plan import tp_placement
 from echo_sim.workload.tp_structure import (
@@ -218,6 +219,11 @@ class Workload:
     # collectives (a CommProfile, echo_sim.cost.trace_comm): echo_sim.workload.traced
     traced_layout: Any = field(default=None, compare=False, repr=False)
     traced_comm: Any = field(default=None, compare=False, repr=False)
+    # per traced step, its cumulative compute (µs, rescaled as the ops) at equal shares of the
+    # median step (echo_sim.workload.jitter.step_curve): how the rank's compute varies from
+    # step to step; empty for fewer than three steps
+    step_curve_us: tuple[tuple[float, ...], ...] = field(default=(), compare=False,
+                                                          repr=False)
 
     @property
     def fw_ops(self) -> list[Op]:
@@ -353,6 +359,10 @@ def extract_workload(trace: Trace, *, rank: int | None = None) -> Workload:
                                 + lv.post_us[used]))
     total = float(dur.sum() + gap.sum()) + pre + post
     scale = explained / total if total > 0 and explained > 0 else 1.0
+    per_step = np.concatenate([lv.pre_us[used][:, None], durs + gaps,
+                               lv.post_us[used][:, None]], axis=1)
+    curve = step_curve(scale * np.concatenate([np.zeros((len(used), 1)),
+                                               np.cumsum(per_step, axis=1)], axis=1))
     base, dur, gap, accum = fold_micro_batches(base, dur, gap)
     fw_index: dict[str, int] = {}
     fw_info: dict[str, dict[str, Any]] = {}
@@ -416,6 +426,7 @@ def extract_workload(trace: Trace, *, rank: int | None = None) -> Workload:
         steps_used=int(used.size), tp_time_us=_tp_times(meta.get("tp_time_us"), len(ops)),
         traced_micro_batches=accum, tp_note=placement_summary(placement),
         meta={**meta, "backend": meta.get("backend", rinfo.backend if rinfo else "")},
+        step_curve_us=curve,
     )
 
 
