@@ -9,20 +9,26 @@ GPT-3 175B on 1,024 GPUs (global batch 1536; target <= 60 s on 2 cores) and GPT-
 best equals the exhaustive one.
 
 **ranking** — for each model (examples' GPT, and an MLP-Mixer from
-``benchmarks/workloads/search_models.py``, not in examples/): trace a 1-process run at two
-micro-batch sizes (echo_trace capture, nine steps after three of warm-up), measure the gloo
-collectives once (``profile-comm --nproc 2``, idle mode as in accuracy.py), search the
-space {DDP, FSDP2, TP, PP(1F1B)} ×
-micro-batch on 2 processes of ``cpu-gloo`` with simulate's batch fit over both traces,
+``benchmarks/workloads/search_models.py``, not in examples/): trace ``--trace-runs``
+1-process runs at each of two micro-batch sizes (echo_trace capture, nine steps after three
+of warm-up), measure the gloo collectives once (``profile-comm --nproc 2``, idle mode as in
+accuracy.py), search the space {DDP, FSDP2, TP, PP(1F1B)} × micro-batch on 2 processes of
+``cpu-gloo`` with simulate's batch fit over both micro-batches, from the runs pooled (each
+op's median, as ``search PATH PATH ...`` pools them) and from the first run alone,
 then run every layout for real under torchrun (2 processes, ``OMP_NUM_THREADS=1``; median
 step time after ``--warmup`` steps, rank 0's clock; ``--reps`` repetitions, median). Reported:
-Kendall tau-b between predicted and measured times, and how far the measured time of
-the predicted best is from the measured best.
+Kendall tau-b between predicted and measured times, how far the measured time of the
+predicted best is from the measured best, and whether their runs overlap.
+
+Why pool: on a 2-core host one process's pace follows its page faults (glibc's allocator
+history). The Mixer at micro-batch 32 took 106-113 ms a step uncaptured and 117-127 ms
+captured, with 3.6-9.2 and 9.7-13.8 thousand minor faults a step (2026-11-29).
 
 Usage::
 
     python benchmarks/search.py [--part speed|ranking|all] [--reps 1] [--steps 8]
-        [--warmup 3] [--exhaustive] [--keep DIR] [--output benchmarks/results/search.json]
+        [--warmup 3] [--trace-runs 3] [--exhaustive] [--keep DIR]
+        [--output benchmarks/results/search.json]
 """
 
 from __future__ import annotations
@@ -185,37 +191,65 @@ def _layout_name(lay: Any) -> str:
     return "fsdp" if lay.fsdp else "ddp"
 
 
-def ranking(model: str, profile: str, reps: int, steps: int, warmup: int,
-            tmp: Path) -> dict[str, Any]:
+def _ranked(model: str, paths: dict[int, list[Path]], profile: str) -> dict[tuple[str, int], float]:
+    """Predicted seconds per (layout, micro-batch): ``search`` from the runs traced at the
+    small micro-batch (pooled when several: each op's median, as ``search PATH PATH ...``),
+    the big one's runs pooled likewise for its batch fit."""
     from echo_sim.load import load_trace
     from echo_sim.search import SearchSpace, search
+    from echo_sim.workload.pool import pool_workloads
+    from echo_sim.workload.traced import traced_workload
 
     spec = MODELS[model]
     small, big = spec["micro_batches"]
-    traces = [load_trace(str(_trace(model, mb, tmp / f"{model}-trace-{mb}"))) for mb in
-              (small, big)]
+    pooled = [pool_workloads([traced_workload(load_trace(str(p))) for p in paths[mb]],
+                             [str(p) for p in paths[mb]] if len(paths[mb]) > 1 else None)
+              for mb in (small, big)]
     space = SearchSpace(gpus=2, global_batch=spec["global_batch"], gpus_per_node=2,
                         cluster="cpu-gloo", dims=("tp", "pp", "fsdp", "micro-batch"),
                         micro_batch=(small, big), schedules=("1f1b",), recompute=("none",),
                         comm_profile=profile)
-    res = search(traces[0], space, prune=False, workers=1, top=len(LAYOUTS) * 2,
-                 batch_traces=(traces[1],))
-    rows: list[dict[str, Any]] = []
-    for c in res.candidates:
-        name = _layout_name(c.layout)
-        measured = [_measure(model, name, c.layout.micro_batch, steps, warmup, tmp)
-                    for _ in range(reps)]
-        rows.append({"layout": name, "micro_batch": c.layout.micro_batch,
-                     "predicted_s": c.iteration_time_us / 1e6,
-                     "measured_s": statistics.median(measured), "measured_reps_s": measured})
-    pred = [float(r["predicted_s"]) for r in rows]
+    res = search(pooled[0], space, prune=False, workers=1, top=len(LAYOUTS) * 2,
+                 batch_traces=(pooled[1],))
+    return {(_layout_name(c.layout), c.layout.micro_batch): c.iteration_time_us / 1e6
+            for c in res.candidates}
+
+
+def _judged(rows: list[dict[str, Any]], key: str) -> dict[str, Any]:
+    """Kendall tau-b of ``key`` against the measured times, the predicted best, how far its
+    measured time is from the measured best's, and whether their repetitions overlap (the
+    predicted best within the measured best's spread)."""
+    pred = [float(r[key]) for r in rows]
     meas = [float(r["measured_s"]) for r in rows]
-    best_pred = min(rows, key=lambda r: float(r["predicted_s"]))
-    best_meas = min(meas)
-    return {"model": model, "global_batch": spec["global_batch"], "rows": rows,
-            "kendall_tau_b": kendall_tau_b(pred, meas),
+    best_pred = min(rows, key=lambda r: float(r[key]))
+    best_meas = min(rows, key=lambda r: float(r["measured_s"]))
+    return {"kendall_tau_b": kendall_tau_b(pred, meas),
             "predicted_best": f"{best_pred['layout']} mb{best_pred['micro_batch']}",
-            "predicted_best_vs_measured_best": float(best_pred["measured_s"]) / best_meas - 1.0}
+            "predicted_best_vs_measured_best":
+                float(best_pred["measured_s"]) / float(best_meas["measured_s"]) - 1.0,
+            "predicted_best_within_spread":
+                min(best_pred["measured_reps_s"]) <= max(best_meas["measured_reps_s"])}
+
+
+def ranking(model: str, profile: str, reps: int, steps: int, warmup: int, tmp: Path,
+            trace_runs: int = 1) -> dict[str, Any]:
+    """Rank the layouts from ``trace_runs`` traced runs per micro-batch (pooled), and from
+    the first run alone, then measure every layout ``reps`` times."""
+    spec = MODELS[model]
+    paths = {mb: [_trace(model, mb, tmp / (f"{model}-trace-{mb}" + (f"-r{k}" if k else "")))
+                  for k in range(trace_runs)] for mb in spec["micro_batches"]}
+    pooled = _ranked(model, paths, profile)
+    first = _ranked(model, {mb: p[:1] for mb, p in paths.items()}, profile) \
+        if trace_runs > 1 else pooled
+    rows: list[dict[str, Any]] = []
+    for (name, mb), predicted in sorted(pooled.items(), key=lambda kv: kv[1]):
+        measured = [_measure(model, name, mb, steps, warmup, tmp) for _ in range(reps)]
+        rows.append({"layout": name, "micro_batch": mb, "predicted_s": predicted,
+                     "predicted_one_trace_s": first[(name, mb)],
+                     "measured_s": statistics.median(measured), "measured_reps_s": measured})
+    return {"model": model, "global_batch": spec["global_batch"], "trace_runs": trace_runs,
+            "rows": rows, **_judged(rows, "predicted_s"),
+            "one_trace": _judged(rows, "predicted_one_trace_s")}
 
 
 # ----------------------------------------------------------------------------- main
@@ -231,6 +265,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=1, help="real runs per layout (default 1)")
     ap.add_argument("--steps", type=int, default=8, help="steps per real run (default 8)")
     ap.add_argument("--warmup", type=int, default=3, help="steps left out (default 3)")
+    ap.add_argument("--trace-runs", type=int, default=3,
+                    help="ranking: one-process runs traced per micro-batch, pooled as "
+                         "`search PATH PATH ...` pools them (default 3; the first alone is "
+                         "ranked too)")
     ap.add_argument("--keep", default=None, metavar="DIR",
                     help="ranking: keep the traces and the comm profile under DIR (another "
                          "version's search can then rank the same inputs: python -m echo_sim "
@@ -239,6 +277,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--output", default=str(REPO / "benchmarks" / "results" / "search.json"),
                     help="results JSON")
     a = ap.parse_args(argv)
+    if a.trace_runs < 1:
+        ap.error(f"--trace-runs {a.trace_runs}: trace at least one run")
     if a.case:
         print(json.dumps(speed_case(a.case, a.top, a.exhaustive and a.case == "gpt1.3b-32")))
         return 0
@@ -275,16 +315,23 @@ def main(argv: list[str] | None = None) -> int:
             _run([sys.executable, "-m", "echo_sim", "profile-comm", "--nproc", "2",
                   "--sizes", "1KB..16MB", "--no-progress", "-o", profile],
                  timeout=600)
-            out["ranking"] = [ranking(m, profile, a.reps, a.steps, a.warmup, tmp)
-                              for m in a.models.split(",")]
+            out["ranking"] = [ranking(m, profile, a.reps, a.steps, a.warmup, tmp,
+                                      a.trace_runs) for m in a.models.split(",")]
         for r in out["ranking"]:
-            print(f"\n{r['model']}: Kendall tau-b {r['kendall_tau_b']:.2f}, predicted best "
-                  f"{r['predicted_best']} is {r['predicted_best_vs_measured_best']:+.1%} from "
-                  "the measured best")
-            print("| layout | micro-batch | predicted s | measured s |\n|---|---|---|---|")
+            for label, j in ((f"{r['trace_runs']} traced runs pooled", r),
+                             ("the first traced run", r["one_trace"])):
+                print(f"\n{r['model']}, {label}: Kendall tau-b {j['kendall_tau_b']:.2f}, "
+                      f"predicted best {j['predicted_best']} is "
+                      f"{j['predicted_best_vs_measured_best']:+.1%} from the measured best ("
+                      + ("within" if j["predicted_best_within_spread"] else "outside")
+                      + " its runs' spread)")
+            print("| layout | micro-batch | predicted s (pooled) | predicted s (first run) | "
+                  "measured s (runs) |\n|---|---|---|---|---|")
             for row in r["rows"]:
+                runs = ", ".join(f"{x:.4f}" for x in row["measured_reps_s"])
                 print(f"| {row['layout']} | {row['micro_batch']} | {row['predicted_s']:.4f} | "
-                      f"{row['measured_s']:.4f} |")
+                      f"{row['predicted_one_trace_s']:.4f} | {row['measured_s']:.4f} "
+                      f"({runs}) |")
     path = Path(a.output)
     path.parent.mkdir(parents=True, exist_ok=True)
     old = json.loads(path.read_text()) if path.is_file() else {}
