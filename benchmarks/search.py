@@ -22,7 +22,8 @@ predicted best is from the measured best, and whether their runs overlap.
 
 Why pool: on a 2-core host one process's pace follows its page faults (glibc's allocator
 history). The Mixer at micro-batch 32 took 106-113 ms a step uncaptured and 117-127 ms
-captured, with 3.6-9.2 and 9.7-13.8 thousand minor faults a step (2026-11-29).
+captured, with 3.6-9.2 and 9.7-13.8 thousand minor faults a step (two runs each,
+2026-11-29).
 
 Usage::
 
