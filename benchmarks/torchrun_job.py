@@ -76,7 +76,12 @@ def host_cost_main(argv: Sequence[str] | None, *, script: str, doc: str,
         p.error("--samples and --rounds must be >= 1, --nproc >= 2")
     if a.worker:
         worker(chosen, a.samples, a.rounds, Path(a.worker))
-        return 0
+        # Skip interpreter teardown, as profile-comm's ranks do: module-level caches (FSDP2's
+        # DeviceMesh) still hold the gloo groups, and destroying them at exit aborted a rank
+        # of fsdp_host_cost.py once (SIGABRT, 2026-11-29 CI) after its result was written
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
     out = Path(a.output)
     res = run_worker(script, ["--models", ",".join(chosen), "--samples", str(a.samples),
                               "--rounds", str(a.rounds)], out, nproc=a.nproc,

@@ -110,3 +110,14 @@ def test_simulate_prices_the_traced_steps_spread_at_each_synchronisation() -> No
     one = simulate(even, cfg)
     assert one.iteration_time_us == pytest.approx(
         simulate(dataclasses.replace(even, step_curve_us=()), cfg).iteration_time_us)
+
+
+def test_pooled_runs_keep_the_first_runs_spread() -> None:
+    """The pace between separate processes is not one process's step-to-step spread."""
+    from echo_sim.workload.pool import pool_workloads
+
+    kw = dict(layers=2, steps=tuple(range(5)), fw_us=400.0, bw_us=800.0)
+    first = extract_workload(gpt_trace(step_scale=(1.0, 1.3, 1.0, 1.0, 1.0), **kw))
+    second = extract_workload(gpt_trace(step_scale=(1.5,) * 5, **kw))
+    pooled = pool_workloads([first, second])
+    assert pooled.step_curve_us == first.step_curve_us != second.step_curve_us

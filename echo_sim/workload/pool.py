@@ -18,7 +18,9 @@ step):
 * ``steps_used``: the sum.
 
 Everything else, memory included (its baseline is the first trace's measured peak), the
-trace's own collectives and the parameter table, is the first trace's. Traces of another
+trace's own collectives, the parameter table and the steps' spread (``step_curve_us``: one
+process's step-to-step variation, which the pace between separate processes is not), is the
+first trace's. Traces of another
 micro-batch size belong to the batch fit (``simulate --batch-trace``), not here.
 """
 
