@@ -100,6 +100,10 @@ def test_simulate_prices_the_traced_steps_spread_at_each_synchronisation() -> No
     note = next(m for m in spread.models if m.startswith("rank skew"))
     assert "Gini mean difference" in note and "6 steps" in note
     assert not any("Gini" in m for m in flat.models)
+    # two traced steps: no spread to read, and simulate says why
+    short = extract_workload(gpt_trace(layers=2, steps=(0, 1), fw_us=400.0, bw_us=800.0))
+    note = next(m for m in simulate(short, cfg).models if m.startswith("rank skew"))
+    assert "not priced: the trace holds 2 step(s), 3 or more give it" in note
     # search's bound probes (no spread at all) leave it out: their bounds stay below
     assert simulate(wl, cfg, spread=False).iteration_time_us == pytest.approx(
         simulate(dataclasses.replace(wl, step_curve_us=()), cfg, spread=False)

@@ -59,7 +59,7 @@ from echo_sim.trace.model import Trace
 from echo_sim.units import fmt_bytes
 from echo_sim.workload.build import Built, Layout, Plan, build_graph, make_plan
 from echo_sim.workload.channel_parallel import CHANNEL_SPLIT, channel_parallel, channel_summary
-from echo_sim.workload.jitter import part_gaps
+from echo_sim.workload.jitter import MIN_STEPS, part_gaps
 from echo_sim.workload.ops import Workload, extract_workload
 from echo_sim.workload.tensor_parallel import apply_tp_plan, check_tensor_parallel
 from echo_sim.workload.traced import traced_workload
@@ -354,7 +354,10 @@ def simulate(trace: Trace | Workload, config: SimConfig, *, comm: Any = None,
             f"that length, Gini mean difference {statistics.fmean(own):.0f} us over "
             f"{len(workload.step_curve_us)} steps, added as a variance: "
             f"{sk.wait_us(w, own):.0f} us a synchronisation against {sk.wait_us(w):.0f}"
-            if own else ""))
+            if own else
+            f"; the traced compute's own step-to-step spread is not priced: the trace holds "
+            f"{workload.steps_used} step(s), {MIN_STEPS} or more give it"
+            if spread and workload.steps_used < MIN_STEPS else ""))
         notes.calibration["rank_skew_us_per_us"] = {"value": sk.kappa, "spread_pct": 0.0,
                                                     "samples": sk.samples}
     ov = comm_overlap(host, min(cluster.gpus_per_node, cluster.world_size)) \
