@@ -192,19 +192,18 @@ def _layout_name(lay: Any) -> str:
     return "fsdp" if lay.fsdp else "ddp"
 
 
-def _ranked(model: str, paths: dict[int, list[Path]], profile: str) -> dict[tuple[str, int], float]:
-    """Predicted seconds per (layout, micro-batch): ``search`` from the runs traced at the
-    small micro-batch (pooled when several: each op's median, as ``search PATH PATH ...``),
-    the big one's runs pooled likewise for its batch fit."""
-    from echo_sim.load import load_trace
+def _ranked(model: str, runs: dict[int, list[tuple[str, Any]]],
+            profile: str) -> dict[tuple[str, int], float]:
+    """Predicted seconds per (layout, micro-batch): ``search`` from the (path, workload)
+    runs traced at the small micro-batch (pooled when several: each op's median, as
+    ``search PATH PATH ...``), the big one's runs pooled likewise for its batch fit."""
     from echo_sim.search import SearchSpace, search
     from echo_sim.workload.pool import pool_workloads
-    from echo_sim.workload.traced import traced_workload
 
     spec = MODELS[model]
     small, big = spec["micro_batches"]
-    pooled = [pool_workloads([traced_workload(load_trace(str(p))) for p in paths[mb]],
-                             [str(p) for p in paths[mb]] if len(paths[mb]) > 1 else None)
+    pooled = [pool_workloads([w for _, w in runs[mb]],
+                             [p for p, _ in runs[mb]] if len(runs[mb]) > 1 else None)
               for mb in (small, big)]
     space = SearchSpace(gpus=2, global_batch=spec["global_batch"], gpus_per_node=2,
                         cluster="cpu-gloo", dims=("tp", "pp", "fsdp", "micro-batch"),
@@ -236,11 +235,16 @@ def ranking(model: str, profile: str, reps: int, steps: int, warmup: int, tmp: P
             trace_runs: int = 1) -> dict[str, Any]:
     """Rank the layouts from ``trace_runs`` traced runs per micro-batch (pooled), and from
     the first run alone, then measure every layout ``reps`` times."""
+    from echo_sim.load import load_trace
+    from echo_sim.workload.traced import traced_workload
+
     spec = MODELS[model]
     paths = {mb: [_trace(model, mb, tmp / (f"{model}-trace-{mb}" + (f"-r{k}" if k else "")))
                   for k in range(trace_runs)] for mb in spec["micro_batches"]}
-    pooled = _ranked(model, paths, profile)
-    first = _ranked(model, {mb: p[:1] for mb, p in paths.items()}, profile) \
+    runs = {mb: [(str(p), traced_workload(load_trace(str(p)))) for p in ps]
+            for mb, ps in paths.items()}  # each trace read once, for both rankings
+    pooled = _ranked(model, runs, profile)
+    first = _ranked(model, {mb: r[:1] for mb, r in runs.items()}, profile) \
         if trace_runs > 1 else pooled
     rows: list[dict[str, Any]] = []
     for (name, mb), predicted in sorted(pooled.items(), key=lambda kv: kv[1]):

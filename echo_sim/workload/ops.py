@@ -355,14 +355,15 @@ def extract_workload(trace: Trace, *, rank: int | None = None) -> Workload:
     # Rescale so that the sum of medians equals the median of the per-step sums (medians
     # do not add); per-step sums leave out the gaps spent waiting on communication.
     # (cumsum: summed in op order, as a Python sum would)
-    explained = float(np.median(np.cumsum(durs + gaps, axis=1)[:, -1] + lv.pre_us[used]
-                                + lv.post_us[used]))
+    ops_cum = np.cumsum(durs + gaps, axis=1)
+    pre_s, post_s = lv.pre_us[used][:, None], lv.post_us[used][:, None]
+    explained = float(np.median(ops_cum[:, -1] + lv.pre_us[used] + lv.post_us[used]))
     total = float(dur.sum() + gap.sum()) + pre + post
     scale = explained / total if total > 0 and explained > 0 else 1.0
-    per_step = np.concatenate([lv.pre_us[used][:, None], durs + gaps,
-                               lv.post_us[used][:, None]], axis=1)
-    curve = step_curve(scale * np.concatenate([np.zeros((len(used), 1)),
-                                               np.cumsum(per_step, axis=1)], axis=1))
+    # each step's cumulative compute at every boundary: 0, its lead-in, each op, its tail
+    curve = step_curve(scale * np.concatenate(
+        [np.zeros_like(pre_s), pre_s, pre_s + ops_cum, pre_s + ops_cum[:, -1:] + post_s],
+        axis=1))
     base, dur, gap, accum = fold_micro_batches(base, dur, gap)
     fw_index: dict[str, int] = {}
     fw_info: dict[str, dict[str, Any]] = {}
